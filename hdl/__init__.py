@@ -1,0 +1,1 @@
+"""The netagg hardware, in Amaranth HDL."""

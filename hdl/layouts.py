@@ -1,0 +1,82 @@
+"""Hardware layouts and enums shared by the netagg components.
+
+The header Struct is built from :data:`netagg.sim.protocol.HEADER_FIELDS`, the
+one definition of the wire format (the header is the 128-bit big-endian
+integer of its 16 bytes; Amaranth lays fields out LSB first).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import unsigned
+from amaranth.lib import data, enum
+
+from netagg.sim import protocol
+
+
+class DType(enum.Enum, shape=4):
+    INT32 = protocol.DType.INT32
+    FP32 = protocol.DType.FP32
+    BF16 = protocol.DType.BF16
+
+
+class Op(enum.Enum, shape=4):
+    SUM = protocol.Op.SUM
+    MIN = protocol.Op.MIN
+    MAX = protocol.Op.MAX
+
+
+class MsgType(enum.Enum, shape=4):
+    CONTRIB = protocol.MsgType.CONTRIB
+    RESULT = protocol.MsgType.RESULT
+
+
+_HEADER_SHAPES = {"dtype": DType, "op": Op, "type": MsgType}
+
+Header = data.StructLayout({
+    name: _HEADER_SHAPES.get(name, unsigned(width))
+    for name, width in protocol.HEADER_FIELDS
+})
+"""The 16-byte netagg header as a 128-bit Struct layout."""
+assert Header.size == 8 * protocol.HEADER_BYTES
+
+
+class Verdict(enum.Enum, shape=4):
+    ACCEPT = protocol.Verdict.ACCEPT
+    RETRANSMIT = protocol.Verdict.RETRANSMIT
+    BAD_HEADER = protocol.Verdict.BAD_HEADER
+    BAD_LENGTH = protocol.Verdict.BAD_LENGTH
+    BAD_JOB = protocol.Verdict.BAD_JOB
+    BAD_SLOT = protocol.Verdict.BAD_SLOT
+    BAD_WORKER = protocol.Verdict.BAD_WORKER
+    MISMATCH = protocol.Verdict.MISMATCH
+    DUPLICATE = protocol.Verdict.DUPLICATE
+
+
+TAG_BITS = 16
+
+
+def ingress_beat(lanes: int) -> data.StructLayout:
+    """One beat of the ingress message stream (see docs/core.md)."""
+    return data.StructLayout({
+        "header": Header,            # the message's header (same on every beat)
+        "length": unsigned(16),      # UDP payload length in bytes (same on every beat)
+        "tag": unsigned(TAG_BITS),   # opaque, echoed on the verdict and on RESULTs it causes
+        "last": unsigned(1),         # last beat of the message
+        "data": data.ArrayLayout(unsigned(32), lanes),  # element i of the beat in lane i
+    })
+
+
+def egress_beat(lanes: int) -> data.StructLayout:
+    """One beat of the egress RESULT stream (see docs/core.md)."""
+    return data.StructLayout({
+        "header": Header,
+        "tag": unsigned(TAG_BITS),   # tag of the message that caused this RESULT
+        "last": unsigned(1),
+        "data": data.ArrayLayout(unsigned(32), lanes),
+    })
+
+
+VerdictLayout = data.StructLayout({
+    "code": Verdict,
+    "tag": unsigned(TAG_BITS),
+})

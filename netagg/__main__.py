@@ -1,0 +1,5 @@
+import sys
+
+from netagg.cli import main
+
+sys.exit(main())
