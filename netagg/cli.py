@@ -1,0 +1,261 @@
+"""The ``netagg`` command line (``docs/cli.md``).
+
+Contract: :func:`main` returns 0 on success, 2 on a usage error (argparse),
+1 on any other failure, which it reports as one line ``netagg: error: ...``
+on stderr, never a traceback for a user's mistake. ``model`` runs the golden
+model here; ``generate``, ``sim`` and ``build`` import their back-ends lazily
+(``netagg.hdl.top``, ``netagg.sim.harness``, ``netagg.boards.build``) and say
+so in one line if one is not available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+from netagg import __version__
+from netagg.params import (
+    BF16_ACC_MODES,
+    DEFAULT_PORT,
+    DEFAULT_SWITCH_IP,
+    DEFAULT_SWITCH_MAC,
+    ParamError,
+    Params,
+)
+
+PROG = "netagg"
+BOARDS = ("ulx3s", "colorlight-5a75b", "icebreaker", "ooc-ecp5")
+SIMULATORS = ("icarus", "verilator")
+
+_PARAM_OPTIONS = (
+    # (option, Params field, type, metavar, help)
+    ("--workers", "workers", int, "W_MAX", "most workers a job can have (1..255; default 8)"),
+    ("--slots", "slots", int, "S", "slots in total, each with two copies (1..65536; default 256)"),
+    ("--elements", "elements", int, "K",
+     "elements a slot holds, the most a packet may carry (default 64)"),
+    ("--lanes", "lanes", int, "L", "elements combined per clock cycle, divides K (default 8)"),
+    ("--jobs", "jobs", int, "J", "job table entries (1..256; default 4)"),
+    ("--dtypes", "dtypes", str, "LIST", "comma list of int32, fp32, bf16 (default all three)"),
+    ("--ops", "ops", str, "LIST", "comma list of sum, min, max (default all three)"),
+    ("--bf16-accumulate", "bf16_accumulate", str, "MODE",
+     f"bf16 accumulation: {' or '.join(BF16_ACC_MODES)} (default fp32)"),
+    ("--port", "port", int, "PORT", f"UDP port of netagg messages (default {DEFAULT_PORT})"),
+    ("--switch-mac", "switch_mac", str, "MAC",
+     f"the switch's MAC, source of RESULT frames (default {DEFAULT_SWITCH_MAC})"),
+    ("--switch-ip", "switch_ip", str, "IP",
+     f"the switch's IPv4 address, source of RESULT frames (default {DEFAULT_SWITCH_IP})"),
+)
+
+
+class CliError(Exception):
+    """A failure reported as one line, exit status 1."""
+
+
+def _params_parser() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    group = parent.add_argument_group("build-time parameters")
+    for option, dest, typ, metavar, text in _PARAM_OPTIONS:
+        group.add_argument(option, dest=f"p_{dest}", type=typ, metavar=metavar, help=text)
+    group.add_argument("--fp-stages", type=int, metavar="N",
+                       help="floating-point adder pipeline depth (default: the design's)")
+    return parent
+
+
+def _io_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs-config", required=True, metavar="JOBS.json",
+                   help='job table: {"jobs": [{"id", "workers", "slot_base", "slots"}, ...]}')
+    p.add_argument("--in", dest="in_path", required=True, metavar="IN.pcap",
+                   help="input frames (classic pcap, Ethernet)")
+    p.add_argument("--out", dest="out_path", required=True, metavar="OUT.pcap",
+                   help="RESULT frames, in the order sent")
+    p.add_argument("--stats", dest="stats_path", metavar="STATS.json",
+                   help="write the counters as one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, allow_abbrev=False,
+        description="netagg: open FPGA in-network aggregation core (All-Reduce offload).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    params = _params_parser()
+
+    p = sub.add_parser("generate", parents=[params], allow_abbrev=False,
+                       help="write the core as Verilog",
+                       description="Write synthesisable Verilog-2005 of the core "
+                                   "(top module netagg_core).")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.v", help="Verilog file to write")
+
+    p = sub.add_parser("sim", parents=[params], allow_abbrev=False,
+                       help="run the generated RTL in a simulator on a pcap",
+                       description="Run the generated RTL under a simulator: IN.pcap in, "
+                                   "RESULT frames to OUT.pcap, counters to STATS.json.")
+    _io_arguments(p)
+    p.add_argument("--simulator", choices=SIMULATORS, default="icarus",
+                   help="HDL simulator (default icarus)")
+
+    p = sub.add_parser("model", parents=[params], allow_abbrev=False,
+                       help="run the golden model on a pcap",
+                       description="Run the NumPy golden model: IN.pcap in, RESULT frames "
+                                   "to OUT.pcap, counters to STATS.json.")
+    _io_arguments(p)
+
+    p = sub.add_parser("build", parents=[params], allow_abbrev=False,
+                       help="build a bitstream for a board and report resources and Fmax",
+                       description="Build the core for a board (or out of context) with "
+                                   "Yosys and nextpnr and report its use and Fmax.")
+    p.add_argument("--board", required=True, choices=BOARDS,
+                   help="target board; ooc-ecp5 is the bare core out of context on ECP5")
+    p.add_argument("--outdir", metavar="DIR", help="build directory (default build/<board>)")
+    p.add_argument("--json", dest="json_path", metavar="REPORT.json",
+                   help="also write the report as JSON")
+    return parser
+
+
+def params_from_args(args: argparse.Namespace) -> Params:
+    """The Params the options name (unset options take Params' defaults)."""
+    given = {dest: getattr(args, f"p_{dest}") for _, dest, *_ in _PARAM_OPTIONS
+             if getattr(args, f"p_{dest}") is not None}
+    return Params(**given)
+
+
+def _backend(module: str, function: str, command: str):
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (module == e.name or module.startswith(e.name + ".")):
+            raise CliError(f"'{command}' is not available in this installation "
+                           f"({module} is missing)") from None
+        raise CliError(f"'{command}' needs the Python module {e.name!r}, "
+                       "which is not installed") from None
+    fn = getattr(mod, function, None)
+    if fn is None:
+        raise CliError(f"'{command}' is not available in this installation "
+                       f"({module}.{function} is missing)")
+    return fn
+
+
+def _load_jobs(args, params):
+    from netagg.sim.jobs import JobTable
+    return JobTable.from_file(args.jobs_config, params)
+
+
+def cmd_generate(args, params) -> int:
+    write_verilog = _backend("netagg.hdl.top", "write_verilog", "generate")
+    write_verilog(params, args.output, fp_stages=args.fp_stages)
+    print(f"netagg: wrote {args.output}")
+    return 0
+
+
+def cmd_sim(args, params) -> int:
+    from netagg.sim import pcap
+    jobs = _load_jobs(args, params)
+    pcap.read(args.in_path)               # a clear error before starting a simulator
+    run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
+    run_sim(params, jobs, args.in_path, args.out_path, args.stats_path, args.simulator,
+            fp_stages=args.fp_stages)
+    return 0
+
+
+def _write_stats(path, stats: dict) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({k: int(v) for k, v in stats.items()}, f, indent=1)
+            f.write("\n")
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def cmd_model(args, params) -> int:
+    from netagg.sim import pcap
+    from netagg.sim.model import run_model_seq
+    jobs = _load_jobs(args, params)
+    records = pcap.read(args.in_path)
+    out, stats = run_model_seq(params, jobs, records)
+    pcap.write(args.out_path, [pcap.Record(frame, records[seq].ts_ns) for seq, frame in out])
+    if args.stats_path:
+        _write_stats(args.stats_path, stats)
+    drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
+    print(f"netagg model: {len(records)} frames in ({stats['ignored']} ignored), "
+          f"{stats['rx']} messages, {stats['results']} rounds completed, "
+          f"{stats['tx']} RESULT frames out, {stats['retransmit']} retransmitted, "
+          f"{drops} dropped")
+    return 0
+
+
+def _flatten(report, prefix=""):
+    if isinstance(report, dict):
+        for key, value in report.items():
+            yield from _flatten(value, f"{prefix}{key}" if not prefix else f"{prefix}.{key}")
+    elif isinstance(report, list | tuple) and any(isinstance(v, dict | list) for v in report):
+        for i, value in enumerate(report):
+            yield from _flatten(value, f"{prefix}[{i}]")
+    else:
+        if isinstance(report, list | tuple):
+            report = ",".join(str(v) for v in report)
+        elif isinstance(report, float):
+            report = f"{report:.2f}"
+        yield prefix, str(report)
+
+
+def format_report(report: dict) -> str:
+    """A build report as a two-column table."""
+    rows = list(_flatten(report))
+    if not rows:
+        return "(empty report)"
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def cmd_build(args, params) -> int:
+    build = _backend("netagg.boards.build", "build", "build")
+    outdir = args.outdir or os.path.join("build", args.board)
+    report = build(params, args.board, outdir, fp_stages=args.fp_stages,
+                   ooc=args.board.startswith("ooc-"))
+    if not isinstance(report, dict):
+        raise CliError("the build returned no report")
+    print(format_report(report))
+    if args.json_path:
+        try:
+            with open(args.json_path, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2, default=str)
+                f.write("\n")
+        except OSError as e:
+            raise CliError(f"cannot write {args.json_path}: {e.strerror or e}") from None
+    return 0
+
+
+COMMANDS = {"generate": cmd_generate, "sim": cmd_sim, "model": cmd_model, "build": cmd_build}
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:                 # usage error (2) or --help/--version (0)
+        return e.code if isinstance(e.code, int) else 2
+    from netagg.sim.pcap import PcapError
+    backend = args.command in ("generate", "sim", "build")
+    user_errors = (ParamError, PcapError, CliError) + ((ValueError,) if backend else ())
+    try:
+        params = params_from_args(args)
+        return COMMANDS[args.command](args, params)
+    except user_errors as e:
+        message = _one_line(e)
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        message = f"{where}{e.strerror or _one_line(e)}"
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1

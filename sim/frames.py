@@ -1,0 +1,169 @@
+"""Ethernet II / IPv4 / UDP framing of netagg messages (``docs/protocol.md``,
+Framing), and the address book that tells where a worker's RESULTs go.
+
+Pure Python.
+
+Contract of :func:`parse`: a frame is a netagg message exactly when it is
+Ethernet II with ethertype 0x0800 (no VLAN tag), IPv4 with version 4 and
+IHL 5 (no options), not fragmented (MF clear, fragment offset 0; DF may be
+set), protocol UDP, UDP destination port ``port``, and its lengths agree:
+IPv4 total length = 20 + UDP length, UDP length >= 8, and the frame holds
+at least 14 + IPv4 total length bytes. The message is the UDP payload as the
+UDP length delimits it; bytes past the IPv4 datagram (Ethernet padding, a
+frame check sequence) are ignored. Checksums are not verified (a UDP
+checksum of 0 means none). Addresses other than the port are not checked.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import ipaddress
+import struct
+
+ETH_HEADER = 14
+IPV4_HEADER = 20
+UDP_HEADER = 8
+ETHERTYPE_IPV4 = 0x0800
+IPPROTO_UDP = 17
+MIN_FRAME = 60          # Ethernet minimum without the FCS
+TTL = 64
+_DF = 0x4000
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """An (Ethernet MAC, IPv4 address, UDP port) triple; ``mac`` is 6 bytes,
+    ``ip`` 4 bytes."""
+
+    mac: bytes
+    ip: bytes
+    port: int
+
+    def __post_init__(self):
+        if len(self.mac) != 6 or len(self.ip) != 4 or not 0 <= self.port <= 0xFFFF:
+            raise ValueError(f"invalid endpoint {self!r}")
+
+    @classmethod
+    def from_strings(cls, mac: str, ip: str, port: int) -> Endpoint:
+        from netagg.params import parse_ip, parse_mac
+        return cls(parse_mac(mac), parse_ip(ip), port)
+
+    def __str__(self):
+        return (f"{':'.join(f'{b:02x}' for b in self.mac)}/"
+                f"{ipaddress.IPv4Address(self.ip)}:{self.port}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Datagram:
+    """A parsed netagg frame: sender, destination and the UDP payload."""
+
+    src: Endpoint
+    dst: Endpoint
+    payload: bytes
+
+
+def parse(frame: bytes, port: int) -> Datagram | None:
+    """The netagg message a frame carries, or None if it carries none (the
+    switch counts such a frame as ``ignored``)."""
+    frame = bytes(frame)
+    if len(frame) < ETH_HEADER + IPV4_HEADER + UDP_HEADER:
+        return None
+    dst_mac, src_mac, ethertype = frame[0:6], frame[6:12], int.from_bytes(frame[12:14], "big")
+    if ethertype != ETHERTYPE_IPV4:
+        return None
+    ip = frame[ETH_HEADER:ETH_HEADER + IPV4_HEADER]
+    (ver_ihl, _tos, total, _ident, frag, _ttl, proto, _csum,
+     src_ip, dst_ip) = struct.unpack(">BBHHHBBH4s4s", ip)
+    if ver_ihl != 0x45 or proto != IPPROTO_UDP:
+        return None
+    if frag & 0x3FFF:                   # MF set or a non-zero fragment offset
+        return None
+    if total < IPV4_HEADER + UDP_HEADER or len(frame) < ETH_HEADER + total:
+        return None
+    at = ETH_HEADER + IPV4_HEADER
+    src_port, dst_port, udp_len, _ucsum = struct.unpack(">HHHH", frame[at:at + UDP_HEADER])
+    if dst_port != port or udp_len < UDP_HEADER or IPV4_HEADER + udp_len != total:
+        return None
+    payload = frame[at + UDP_HEADER:at + udp_len]
+    return Datagram(Endpoint(src_mac, src_ip, src_port), Endpoint(dst_mac, dst_ip, dst_port),
+                    payload)
+
+
+def ipv4_checksum(header: bytes) -> int:
+    """The ones'-complement checksum of an IPv4 header (checksum field 0)."""
+    total = sum(struct.unpack(f">{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def build_frame(payload: bytes, src: Endpoint, dst: Endpoint) -> bytes:
+    """An Ethernet II / IPv4 / UDP frame carrying ``payload`` from ``src`` to
+    ``dst``: IPv4 without options, TTL 64, id 0, DF set, valid header
+    checksum; UDP checksum 0; padded with zeros to 60 bytes if shorter."""
+    payload = bytes(payload)
+    udp_len = UDP_HEADER + len(payload)
+    total = IPV4_HEADER + udp_len
+    if total > 0xFFFF:
+        raise ValueError(f"payload of {len(payload)} bytes does not fit in one IPv4 datagram")
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, total, 0, _DF, TTL, IPPROTO_UDP, 0,
+                     src.ip, dst.ip)
+    ip = ip[:10] + ipv4_checksum(ip).to_bytes(2, "big") + ip[12:]
+    udp = struct.pack(">HHHH", src.port, dst.port, udp_len, 0)
+    frame = dst.mac + src.mac + ETHERTYPE_IPV4.to_bytes(2, "big") + ip + udp + payload
+    return frame.ljust(MIN_FRAME, b"\0")
+
+
+def build_result_frame(payload: bytes, src: Endpoint, dst: Endpoint) -> bytes:
+    """A RESULT frame: ``src`` is the switch's endpoint, ``dst`` the worker's."""
+    return build_frame(payload, src, dst)
+
+
+class AddressBook:
+    """Where each worker of each job is: the sender endpoint of its accepted
+    CONTRIBs (verdict ACCEPT or RETRANSMIT), as of any message number.
+
+    ``note(seq, job, worker, endpoint)`` records that message ``seq`` was an
+    accepted CONTRIB from ``endpoint``; notes come in increasing ``seq``.
+    ``lookup(seq, job, worker)`` gives the endpoint of the worker's most
+    recent accepted CONTRIB with a number <= ``seq``: the destination of a
+    RESULT that message ``seq`` caused, even when the RESULT is looked up
+    after later messages were noted.
+    """
+
+    def __init__(self):
+        self._seqs: dict[tuple[int, int], list[int]] = {}
+        self._endpoints: dict[tuple[int, int], list[Endpoint]] = {}
+        self._last = -1
+
+    def note(self, seq: int, job: int, worker: int, endpoint: Endpoint) -> None:
+        if seq < self._last:
+            raise ValueError(f"address book notes must come in order ({seq} after {self._last})")
+        self._last = seq
+        key = (job, worker)
+        seqs = self._seqs.setdefault(key, [])
+        eps = self._endpoints.setdefault(key, [])
+        if seqs and seqs[-1] == seq:
+            eps[-1] = endpoint
+        elif not eps or eps[-1] != endpoint:
+            seqs.append(seq)
+            eps.append(endpoint)
+
+    def lookup(self, seq: int, job: int, worker: int) -> Endpoint:
+        """The worker's endpoint as of message ``seq``; KeyError if it had
+        no accepted CONTRIB by then."""
+        key = (job, worker)
+        seqs = self._seqs.get(key, ())
+        i = bisect.bisect_right(seqs, seq)
+        if i == 0:
+            raise KeyError(f"job {job} worker {worker} has no accepted CONTRIB up to message {seq}")
+        return self._endpoints[key][i - 1]
+
+    def forget_before(self, seq: int) -> None:
+        """Drop what no lookup at ``seq`` or later can need (memory bound)."""
+        for key, seqs in self._seqs.items():
+            i = bisect.bisect_right(seqs, seq)
+            if i > 1:
+                del seqs[:i - 1]
+                del self._endpoints[key][:i - 1]
