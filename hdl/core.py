@@ -63,7 +63,7 @@ class NetaggCore(wiring.Component):
         p = self._params
         B = p.beats
         fifo_depth = _pow2_at_least(2 * B + 2)
-        result_depth = _pow2_at_least(2 * B)
+        result_depth = _pow2_at_least(4 * B)
 
         m.submodules.jobs = jobs = JobTable(p)
         m.submodules.validator = val = Validator(p)

@@ -124,7 +124,7 @@ class Multicast(wiring.Component):
         dest = Signal(8)
         beat = Signal(16)
         inflight = Signal()
-        space = out_q.level + inflight < out_q.depth - 1
+        space = out_q.level + inflight < out_q.depth
         issue = ready_q.r_rdy & space
         last_beat = beat == cur.desc.beats - 1
         last_dest = ~cur.desc.multicast | (dest == cur.desc.workers - 1)
