@@ -1,0 +1,706 @@
+"""The cocotb test bench of ``netagg_core`` (docs/core.md ports).
+
+:class:`TB` drives one core: clock and reset, the control port (job table
+writes and read-back, counter reads), and one clocked loop that steps the
+stream components every cycle: :class:`IngressDriver` (messages as beats,
+optional random gaps between and within messages), :class:`EgressMonitor`
+(RESULT beats, optional random ``o__ready`` backpressure) and
+:class:`VerdictMonitor`. Every cycle the components drive their inputs
+after the rising edge, then sample in the read-only phase which handshakes
+complete at the next edge, so the bench is exact on Icarus and Verilator.
+
+Message ``i`` (counted from reset) carries tag ``i mod 2**16``; verdicts must
+come back in order with the right tag, and a RESULT's tag is unwrapped to
+the most recent message number with that tag.
+
+:class:`Scoreboard` is the reference: the golden model
+(:class:`netagg.sim.switch.Switch`) fed in arrival order gives each
+message's verdict and the RESULTs it causes; RESULTs are compared bit-exact,
+with their causing message, in order per (job, slot, ver, worker); the
+counters are compared at the end, and nothing expected may be left over.
+
+:class:`Traffic` generates workloads: rounds over several jobs, dtypes and
+ops, lockstep workers, lost results and retransmissions, duplicates, every
+kind of malformed message, special float values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import Counter, defaultdict, deque
+
+from cocotb.clock import Clock
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from netagg.hdl.core import COUNTER_BASE, COUNTER_NAMES
+from netagg.hdl.job_table import JOB_REGS
+from netagg.params import Params
+from netagg.sim import beats as beatcodec
+from netagg.sim.jobs import Job, JobTable
+from netagg.sim.protocol import (
+    COUNTERS,
+    HEADER_BYTES,
+    DType,
+    Header,
+    MsgType,
+    Op,
+    Verdict,
+)
+from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
+from netagg.sim.switch import Switch, make_contrib
+
+PERIOD_NS = 10
+TAG_MOD = 1 << beatcodec.TAG_BITS
+
+
+class BenchError(AssertionError):
+    """The core misbehaved (wrong verdict or RESULT, a hang, a protocol
+    violation on its ports)."""
+
+
+def describe(payload: bytes) -> str:
+    """A message in one line, for error reports."""
+    if len(payload) < HEADER_BYTES:
+        return f"<{len(payload)} bytes: {payload.hex()}>"
+    h = Header.unpack(payload)
+    body = payload[HEADER_BYTES:]
+    show = body[:32].hex() + ("..." if len(body) > 32 else "")
+    return (f"v{h.version} t{h.type} r{h.reserved} ver{h.ver} job{h.job} dtype{h.dtype} "
+            f"op{h.op} slot{h.slot} worker{h.worker} off{h.offset} count{h.count} "
+            f"status0x{h.status:x} [{len(body)} B: {show}]")
+
+
+# -- stream components ------------------------------------------------------
+
+class IngressDriver:
+    """Presents messages on ``i__*`` in order. ``gap``: probability of an
+    idle cycle before a message; ``beat_gap``: before a later beat of one.
+    A presented beat stays until accepted (stream rules)."""
+
+    def __init__(self, dut, lanes: int, rng: random.Random, gap=0.0, beat_gap=0.0):
+        self.dut, self.lanes, self.rng = dut, lanes, rng
+        self.gap, self.beat_gap = gap, beat_gap
+        self.queue: deque[tuple[int, bytes]] = deque()
+        self._beats: deque[int] = deque()
+        self._beat: int | None = None
+        self._last = False
+        self._valid = None
+        self.presented = 0            # messages whose last beat was accepted
+        self.first_cycle: int | None = None
+        self.beats_in = 0
+
+    def push(self, index: int, payload: bytes) -> None:
+        self.queue.append((index, payload))
+
+    @property
+    def done(self) -> bool:
+        return not self.queue and not self._beats and self._beat is None
+
+    def _set_valid(self, v: int) -> None:
+        if v != self._valid:
+            self.dut.i__valid.value = v
+            self._valid = v
+
+    def drive(self) -> None:
+        if self._beat is None:
+            if not self._beats:
+                if not self.queue or (self.gap and self.rng.random() < self.gap):
+                    self._set_valid(0)
+                    return
+                index, payload = self.queue.popleft()
+                msg = beatcodec.message_to_beats(payload, self.lanes, index % TAG_MOD)
+                self._beats.extend(beatcodec.pack_ingress(b, self.lanes) for b in msg)
+                self._nbeats = len(msg)
+            elif self.beat_gap and self.rng.random() < self.beat_gap:
+                self._set_valid(0)
+                return
+            self._beat = self._beats.popleft()
+            self._last = not self._beats
+            self.dut.i__payload.value = self._beat
+        self._set_valid(1)
+
+    def sample(self, cycle: int) -> bool:
+        """True if a beat moved (at the coming edge)."""
+        if self._beat is None:
+            return False
+        if self.first_cycle is None:
+            self.first_cycle = cycle
+        if not int(self.dut.i__ready.value):
+            return False
+        self._beat = None
+        self.beats_in += 1
+        if self._last:
+            self.presented += 1
+        return True
+
+
+class EgressMonitor:
+    """Collects RESULT beats from ``o__*`` into messages. ``backpressure``:
+    the fraction of cycles ``o__ready`` is low (toggling in random bursts)."""
+
+    def __init__(self, dut, lanes: int, rng: random.Random, on_result, backpressure=0.0):
+        self.dut, self.lanes, self.rng = dut, lanes, rng
+        self.on_result = on_result
+        self.backpressure = backpressure
+        self.assembler = beatcodec.ResultAssembler(lanes)
+        self.partial = False
+        self._ready = None
+        self._state = 1
+        self.beats_out = 0
+        self.last_cycle: int | None = None
+
+    def drive(self) -> None:
+        bp = self.backpressure
+        if bp:
+            if self._state:
+                self._state = 0 if self.rng.random() < bp / 2 else 1
+            else:
+                self._state = 1 if self.rng.random() < (1 - bp) / 2 else 0
+        ready = self._state if bp else 1
+        if ready != self._ready:
+            self.dut.o__ready.value = ready
+            self._ready = ready
+
+    def sample(self, cycle: int) -> bool:
+        if not self._ready or not int(self.dut.o__valid.value):
+            return False
+        beat = beatcodec.unpack_egress(self.dut.o__payload.value.to_unsigned(), self.lanes)
+        self.beats_out += 1
+        self.last_cycle = cycle
+        try:
+            done = self.assembler.push(beat)
+        except ValueError as e:
+            raise BenchError(f"cycle {cycle}: malformed RESULT on egress: {e}") from None
+        self.partial = done is None
+        if done is not None:
+            self.on_result(done[0], done[1], cycle)
+        return True
+
+
+class VerdictMonitor:
+    """Reports each ``v__valid`` cycle's (code, tag)."""
+
+    def __init__(self, dut, on_verdict):
+        self.dut, self.on_verdict = dut, on_verdict
+
+    def sample(self, cycle: int) -> bool:
+        if not int(self.dut.v__valid.value):
+            return False
+        code, tag = beatcodec.unpack_verdict(self.dut.v__payload.value.to_unsigned())
+        self.on_verdict(code, tag, cycle)
+        return True
+
+
+# -- scoreboard ---------------------------------------------------------------
+
+class Scoreboard:
+    """The golden model as reference (see the module docstring)."""
+
+    def __init__(self, params: Params, jobs: JobTable):
+        self.switch = Switch(params, jobs)
+        self.verdicts: dict[int, Verdict] = {}
+        self.payloads: dict[int, bytes] = {}
+        self.pending: dict[tuple, deque] = defaultdict(deque)
+        self.coverage: Counter = Counter()
+        self.results_checked = 0
+
+    def expect(self, index: int, payload: bytes) -> None:
+        """Message ``index`` arrives (call in arrival order)."""
+        outcome = self.switch.receive(payload)
+        self.verdicts[index] = outcome.verdict
+        self.payloads[index] = payload
+        self.coverage[outcome.verdict] += 1
+        for r in outcome.results:
+            h = r.header
+            self.pending[(h.job, h.slot, h.ver, h.worker)].append((index, r.pack()))
+
+    def verdict(self, index: int, code: int) -> None:
+        exp = self.verdicts.pop(index, None)
+        if exp is None:
+            raise BenchError(f"verdict {code} for message {index}, which was not expected")
+        if code != exp:
+            got = Verdict(code).name if code in Verdict._value2member_map_ else code
+            raise BenchError(f"message {index}: verdict {got}, expected {exp.name}: "
+                             f"{describe(self.payloads[index])}")
+
+    def result(self, index: int, payload: bytes) -> None:
+        h = Header.unpack(payload)
+        key = (h.job, h.slot, h.ver, h.worker)
+        q = self.pending.get(key)
+        if not q:
+            raise BenchError(f"unexpected RESULT (tag of message {index}): {describe(payload)}")
+        exp_index, exp = q.popleft()
+        if payload != exp or index != exp_index:
+            raise BenchError(
+                f"RESULT for (job, slot, ver, worker) {key}:\n"
+                f"  got      (message {index}) {describe(payload)}\n"
+                f"  expected (message {exp_index}) {describe(exp)}"
+                + _diff_values(payload, exp))
+        self.results_checked += 1
+
+    def final(self, counters: dict[str, int] | None = None) -> None:
+        """Nothing expected is left; counters equal the model's."""
+        if self.verdicts:
+            first = min(self.verdicts)
+            raise BenchError(f"{len(self.verdicts)} verdicts missing (first: message {first})")
+        left = {k: len(q) for k, q in self.pending.items() if q}
+        if left:
+            k, q = next((k, q) for k, q in self.pending.items() if q)
+            raise BenchError(f"{sum(left.values())} RESULTs never sent, e.g. for {k}: "
+                             f"message {q[0][0]}: {describe(q[0][1])}")
+        if counters is not None:
+            diff = {n: (counters[n], self.switch.counters[n]) for n in COUNTERS
+                    if counters[n] != self.switch.counters[n]}
+            if diff:
+                raise BenchError(f"counters (core, model) differ: {diff}")
+
+
+def _diff_values(got: bytes, exp: bytes) -> str:
+    if got[:HEADER_BYTES] != exp[:HEADER_BYTES] or len(got) != len(exp):
+        return ""
+    size = 2 if Header.unpack(got).dtype == DType.BF16 else 4
+    out = []
+    for at in range(HEADER_BYTES, len(got), size):
+        if got[at:at + size] != exp[at:at + size]:
+            out.append(f"element {(at - HEADER_BYTES) // size}: got {got[at:at + size].hex()} "
+                       f"expected {exp[at:at + size].hex()}")
+    return ("\n  " + "\n  ".join(out[:8])) if out else ""
+
+
+# -- the bench ----------------------------------------------------------------
+
+@dataclasses.dataclass
+class RunResult:
+    verdicts: list[int]                        # code per message of this run
+    results: list[tuple[int, bytes]]           # (message index, RESULT payload), send order
+    first_cycle: int | None                    # first ingress beat presented
+    last_result_cycle: int | None              # last RESULT beat sent
+    cycles_total: int
+
+    @property
+    def cycles(self) -> int:
+        """Cycles from the first frame presented to the last RESULT beat
+        sent (both included); 0 if no RESULT was sent."""
+        if self.first_cycle is None or self.last_result_cycle is None:
+            return 0
+        return self.last_result_cycle - self.first_cycle + 1
+
+
+class TB:
+    """One ``netagg_core`` under test (see the module docstring)."""
+
+    def __init__(self, dut, params: Params, rng: random.Random | None = None):
+        self.dut, self.params = dut, params
+        self.rng = rng or random.Random(0)
+        self.cycle = 0
+        self._clock = None
+        self.next_index = 0          # message number of the next message (since reset)
+        self.scoreboard: Scoreboard | None = None
+
+    # -- clock, reset, control port --
+
+    async def start(self) -> None:
+        """Start the clock, reset, wait until the core takes messages."""
+        if self._clock is None:
+            self._clock = Clock(self.dut.clk, PERIOD_NS, unit="ns")
+            self._clock.start()
+        await self.reset()
+
+    async def tick(self, n: int = 1) -> None:
+        for _ in range(n):
+            await RisingEdge(self.dut.clk)
+            self.cycle += 1
+
+    async def reset(self, cycles: int = 4) -> None:
+        d = self.dut
+        d.i__valid.value = 0
+        d.i__payload.value = 0
+        d.o__ready.value = 0
+        d.ctrl_we.value = 0
+        d.ctrl_addr.value = 0
+        d.ctrl_wdata.value = 0
+        d.rst.value = 1
+        await self.tick(cycles)
+        d.rst.value = 0
+        self.next_index = 0
+        limit = self.params.slots + 64
+        for _ in range(limit):
+            await self.tick()
+            await ReadOnly()
+            if int(d.i__ready.value):
+                await self.tick()
+                return
+        raise BenchError(f"i__ready still low {limit} cycles after reset")
+
+    async def write_reg(self, addr: int, value: int) -> None:
+        d = self.dut
+        d.ctrl_addr.value = addr
+        d.ctrl_wdata.value = value
+        d.ctrl_we.value = 1
+        await self.tick()
+        d.ctrl_we.value = 0
+
+    async def read_reg(self, addr: int) -> int:
+        d = self.dut
+        d.ctrl_we.value = 0
+        d.ctrl_addr.value = addr
+        await self.tick()
+        await ReadOnly()
+        value = d.ctrl_rdata.value.to_unsigned()
+        await self.tick()
+        return value
+
+    async def configure(self, jobs: JobTable) -> None:
+        """Write every job entry (unlisted ones disabled) and read it back."""
+        want = {}
+        for j in range(self.params.jobs):
+            job = jobs[j] if j in jobs else None
+            if job is None:
+                regs = (0, 0, 0)
+            else:
+                regs = (int(job.enabled) | (job.workers << 8), job.slot_base, job.slots)
+            for r, value in enumerate(regs):
+                want[JOB_REGS * j + r] = value
+                await self.write_reg(JOB_REGS * j + r, value)
+        for addr, value in want.items():
+            got = await self.read_reg(addr)
+            if got != value:
+                raise BenchError(f"control register 0x{addr:04x} reads 0x{got:x}, "
+                                 f"wrote 0x{value:x}")
+
+    async def read_counters(self) -> dict[str, int]:
+        return {name: await self.read_reg(COUNTER_BASE + i)
+                for i, name in enumerate(COUNTER_NAMES)}
+
+    # -- traffic --
+
+    async def run(self, messages, *, gap=0.0, beat_gap=0.0, backpressure=0.0,
+                  timeout: int = 5000, settle: int = 4) -> RunResult:
+        """Present ``messages`` (UDP payloads) and collect verdicts and
+        RESULTs until every message has its verdict, nothing is in flight
+        and ``idle`` has been high for ``settle`` cycles. Checks against
+        ``self.scoreboard`` if set. Raises :class:`BenchError` if nothing
+        moves for ``timeout`` cycles before that."""
+        d = self.dut
+        base = self.next_index
+        messages = [bytes(m) for m in messages]
+        self.next_index += len(messages)
+        sb = self.scoreboard
+        driver = IngressDriver(d, self.params.lanes, self.rng, gap, beat_gap)
+        for i, m in enumerate(messages):
+            driver.push(base + i, m)
+            if sb is not None:
+                sb.expect(base + i, m)
+        verdicts: list[int] = []
+        results: list[tuple[int, bytes]] = []
+
+        def on_verdict(code, tag, cycle):
+            index = base + len(verdicts)
+            if index >= base + len(messages) or index >= base + driver.presented + 1:
+                raise BenchError(f"cycle {cycle}: verdict (code {code}, tag {tag}) with no "
+                                 f"message waiting for one")
+            if tag != index % TAG_MOD:
+                raise BenchError(f"cycle {cycle}: verdict for tag {tag}, expected the verdict "
+                                 f"of message {index} (tag {index % TAG_MOD})")
+            verdicts.append(code)
+            if sb is not None:
+                sb.verdict(index, code)
+
+        def on_result(payload, tag, cycle):
+            ref = base + driver.presented - 1
+            if ref < base:
+                raise BenchError(f"cycle {cycle}: RESULT before any message: {describe(payload)}")
+            index = ref - ((ref - tag) % TAG_MOD)
+            h = Header.unpack(payload)
+            if h.version != 1 or h.type != MsgType.RESULT or h.reserved != 0:
+                raise BenchError(f"cycle {cycle}: bad RESULT header: {describe(payload)}")
+            results.append((index, payload))
+            if sb is not None:
+                sb.result(index, payload)
+
+        egress = EgressMonitor(d, self.params.lanes, self.rng, on_result, backpressure)
+        verdict_mon = VerdictMonitor(d, on_verdict)
+        quiet = 0
+        idle_run = 0
+        while True:
+            driver.drive()
+            egress.drive()
+            await ReadOnly()
+            c = self.cycle
+            moved = driver.sample(c)
+            moved |= verdict_mon.sample(c)
+            moved |= egress.sample(c)
+            finished = driver.done and len(verdicts) == len(messages) and not egress.partial
+            if finished and int(d.idle.value):
+                idle_run += 1
+                if idle_run >= settle:
+                    break
+            else:
+                idle_run = 0
+            quiet = 0 if moved else quiet + 1
+            if quiet > timeout:
+                raise BenchError(
+                    f"cycle {c}: nothing moved for {timeout} cycles: {driver.presented}/"
+                    f"{len(messages)} messages presented, {len(verdicts)} verdicts, "
+                    f"{len(results)} RESULTs, idle={int(d.idle.value)}, "
+                    f"i__ready={int(d.i__ready.value)}, o__valid={int(d.o__valid.value)}")
+            await self.tick()
+        await self.tick()
+        d.i__valid.value = 0
+        return RunResult(verdicts, results, driver.first_cycle, egress.last_cycle, self.cycle)
+
+
+# -- traffic ----------------------------------------------------------------
+
+def regression_jobs(params: Params) -> JobTable:
+    """A job table exercising several W and slot ranges: up to three
+    enabled jobs with W_max, 3 (or fewer) and 1 workers, and one listed
+    but disabled job if J allows; the rest unlisted."""
+    S, W = params.slots, params.workers
+    plan = [(W, max(1, S * 3 // 8)), (min(3, W), max(1, S // 4)), (1, max(1, S // 8))]
+    jobs, base = [], 0
+    for jid, (w, n) in enumerate(plan[:params.jobs]):
+        if base + n > S:
+            break
+        jobs.append(Job(jid, w, base, n))
+        base += n + (1 if base + n + 1 <= S else 0)       # leave a hole
+    if len(jobs) < params.jobs:
+        jobs.append(Job(len(jobs), 1, 0, 1, enabled=False))  # overlaps, but disabled
+    return JobTable(jobs, params)
+
+
+class Traffic:
+    """Workload generators; every method returns a list of UDP payloads.
+
+    Rounds per (job, slot) alternate ``ver`` as SwitchML workers do.
+    """
+
+    def __init__(self, params: Params, jobs: JobTable, rng: random.Random):
+        self.params, self.jobs, self.rng = params, jobs, rng
+        self.enabled = [j for j in jobs if j.enabled]
+        self.dtypes = [DType.from_name(n) for n in params.dtypes]
+        self.ops = [Op.from_name(n) for n in params.ops]
+        self.K = params.elements
+        self._rounds: Counter = Counter()
+
+    # -- values --
+
+    def values(self, dtype: int, count: int, specials: float = 0.05) -> list[int]:
+        r = self.rng
+        out = []
+        for _ in range(count):
+            if r.random() < specials:
+                table = {DType.INT32: INT32_SPECIALS, DType.FP32: FP32_SPECIALS,
+                         DType.BF16: BF16_SPECIALS}[dtype]
+                out.append(r.choice(table))
+            elif dtype == DType.INT32:
+                out.append(r.getrandbits(32) if r.random() < 0.3 else r.randint(-1000, 1000)
+                           & 0xFFFFFFFF)
+            else:
+                ebits, fbits = (8, 23) if dtype == DType.FP32 else (8, 7)
+                e = r.choice((r.randint(120, 134), r.randint(120, 134), r.randint(0, 254)))
+                v = (r.getrandbits(1) << (ebits + fbits)) | (e << fbits) | r.getrandbits(fbits)
+                out.append(v)
+        return out
+
+    def count(self) -> int:
+        r, K, L = self.rng, self.K, self.params.lanes
+        return r.choice((K, 1, r.randint(1, K), r.randint(1, K), max(1, K - r.randint(0, L))))
+
+    # -- rounds --
+
+    def round(self, job: Job, slot: int, *, dtype=None, op=None, count=None, offset=None,
+              workers=None, specials: float = 0.05, ver=None) -> list[bytes]:
+        """One round's CONTRIBs of ``workers`` (default all), in random order."""
+        r = self.rng
+        if ver is None:
+            ver = self._rounds[(job.id, slot)] % 2
+            self._rounds[(job.id, slot)] += 1
+        dtype = r.choice(self.dtypes) if dtype is None else dtype
+        op = r.choice(self.ops) if op is None else op
+        count = self.count() if count is None else count
+        offset = r.getrandbits(32) if offset is None else offset
+        workers = list(range(job.workers)) if workers is None else list(workers)
+        r.shuffle(workers)
+        return [make_contrib(job.id, slot, ver, w, self.values(dtype, count, specials),
+                             dtype=dtype, op=op, offset=offset) for w in workers]
+
+    def merge(self, streams: list[list[bytes]]) -> list[bytes]:
+        """Interleave lists at random, keeping each list's order."""
+        streams = [deque(s) for s in streams if s]
+        out = []
+        while streams:
+            s = self.rng.choice(streams)
+            out.append(s.popleft())
+            if not s:
+                streams.remove(s)
+        return out
+
+    def wave(self, nrounds: int, **kw) -> list[list[bytes]]:
+        """Rounds on distinct (job, slot) pairs."""
+        pairs = [(j, s) for j in self.enabled for s in range(j.slots)]
+        picks = self.rng.sample(pairs, min(nrounds, len(pairs)))
+        return [self.round(j, s, **kw) for j, s in picks]
+
+    def random_mix(self, waves: int, per_wave: int = 6, **kw) -> list[bytes]:
+        """Waves of interleaved rounds over every job, dtype and op."""
+        out = []
+        for _ in range(waves):
+            out += self.merge(self.wave(per_wave, **kw))
+        return out
+
+    def lockstep(self, job: Job, passes: int = 2, *, dtype=None, op=None,
+                 count=None) -> list[bytes]:
+        """Each worker streams the job's slots in order; workers in near
+        lockstep, so consecutive messages mostly hit the same slot."""
+        r = self.rng
+        keyed = []
+        for p in range(passes):
+            dt = r.choice(self.dtypes) if dtype is None else dtype
+            o = r.choice(self.ops) if op is None else op
+            for s in range(job.slots):
+                msgs = self.round(job, s, dtype=dt, op=o, count=self.K if count is None else count)
+                for m in msgs:
+                    w = int.from_bytes(m[6:8], "big")
+                    keyed.append(((p * job.slots + s) + r.random() * 1.2, w, m))
+        keyed.sort(key=lambda t: (t[0], t[1]))
+        return [m for *_, m in keyed]
+
+    def lossy(self, rounds: int, *, resend: float = 0.3, dup: float = 0.15) -> list[bytes]:
+        """Rounds with lost RESULTs and duplicates, over a few slots reused
+        with alternating ``ver``: a worker resends its CONTRIB before the
+        round completed (duplicate), after (retransmission, possibly after
+        others have started the slot's next round) or much later (by then a
+        new contribution)."""
+        r = self.rng
+        pairs = [(j, s) for j in self.enabled for s in range(min(j.slots, 3))]
+        out: list[bytes] = []
+        late: list[bytes] = []
+        for _ in range(rounds):
+            j, s = r.choice(pairs)
+            msgs = self.round(j, s)
+            seq = []
+            for i, m in enumerate(msgs):
+                seq.append(m)
+                if r.random() < dup and i + 1 < len(msgs):
+                    seq.append(r.choice(msgs[:i + 1]))           # duplicate
+            for m in msgs:
+                if r.random() < resend:
+                    (late if r.random() < 0.3 else seq).append(m)  # lost RESULT
+            out += seq
+            if late and r.random() < 0.5:
+                out.append(late.pop(0))
+        return out + late
+
+    # -- malformed messages --
+
+    def malformed(self) -> list[tuple[Verdict, bytes]]:
+        """One message per kind of malformation, with the verdict each must get."""
+        r, K, p = self.rng, self.K, self.params
+        j = self.enabled[0]
+        dt = self.dtypes[0]
+        op = self.ops[0]
+
+        def good(**kw):
+            kw.setdefault("dtype", dt)
+            kw.setdefault("op", op)
+            count = kw.pop("n", r.randint(1, K))
+            vals = kw.pop("vals", None)
+            if vals is None:
+                vals = self.values(kw["dtype"], count, 0)
+            return make_contrib(kw.pop("job", j.id), kw.pop("slot", r.randrange(j.slots)),
+                                kw.pop("ver", r.getrandbits(1)),
+                                kw.pop("worker", r.randrange(j.workers)), vals, **kw)
+
+        size = DType(dt).size
+        cases = [
+            (Verdict.BAD_HEADER, good(version=0)),
+            (Verdict.BAD_HEADER, good(version=2)),
+            (Verdict.BAD_HEADER, good(version=15)),
+            (Verdict.BAD_HEADER, good(type=MsgType.RESULT)),
+            (Verdict.BAD_HEADER, good(type=7)),
+            (Verdict.BAD_HEADER, good(reserved=1)),
+            (Verdict.BAD_HEADER, good(reserved=0x40)),
+            (Verdict.BAD_HEADER, good(status=1)),
+            (Verdict.BAD_HEADER, good(status=0x8000)),
+            (Verdict.BAD_HEADER, good(dtype=3, vals=[1, 2])),
+            (Verdict.BAD_HEADER, good(dtype=15, vals=[1])),
+            (Verdict.BAD_HEADER, good(op=3)),
+            (Verdict.BAD_HEADER, good(op=15)),
+            (Verdict.BAD_LENGTH, good(vals=[], count=0)),
+            (Verdict.BAD_LENGTH, good(n=K + 1)),
+            (Verdict.BAD_LENGTH, good(n=min(K + p.lanes + 3, 0xFFFF))),
+            (Verdict.BAD_LENGTH, good(n=3, count=4)),               # one element short
+            (Verdict.BAD_LENGTH, good(n=K, count=K - 1)),           # one element long
+            (Verdict.BAD_LENGTH, good(n=2) + b"\x00"),              # an odd byte more
+            (Verdict.BAD_LENGTH, good(n=2)[:-1]),                   # a byte short
+            (Verdict.BAD_LENGTH, good(n=1, count=0xFFFF)),
+            (Verdict.BAD_LENGTH, good(n=K)[:HEADER_BYTES + size * (K // 2)]),  # truncated
+            (Verdict.BAD_LENGTH, good(n=K) + bytes(size * 3 * p.lanes)),       # overlong
+            (Verdict.BAD_LENGTH, b""),
+            (Verdict.BAD_LENGTH, good(n=1)[:1]),
+            (Verdict.BAD_LENGTH, good(n=1)[:10]),
+            (Verdict.BAD_LENGTH, good(n=1)[:HEADER_BYTES - 1]),
+            (Verdict.BAD_LENGTH, good(n=1)[:HEADER_BYTES]),
+            (Verdict.BAD_JOB, good(job=p.jobs)),
+            (Verdict.BAD_JOB, good(job=255)),
+            (Verdict.BAD_SLOT, good(slot=j.slots)),
+            (Verdict.BAD_SLOT, good(slot=0xFFFF)),
+            (Verdict.BAD_WORKER, good(worker=j.workers)),
+            (Verdict.BAD_WORKER, good(worker=0xFFFF)),
+        ]
+        if DType.BF16 in self.dtypes and DType.INT32 in self.dtypes:
+            # element size follows the header's dtype: right for one, wrong for the other
+            m = good(dtype=DType.BF16, n=4)
+            cases.append((Verdict.BAD_LENGTH, m[:3] + bytes([DType.INT32 << 4 | op]) + m[4:]))
+        missing = [d for d in DType if d not in self.dtypes]
+        if missing:
+            cases.append((Verdict.BAD_HEADER, good(dtype=missing[0], n=2)))
+        missing = [o for o in Op if o not in self.ops]
+        if missing:
+            cases.append((Verdict.BAD_HEADER, good(op=missing[0])))
+        unlisted = [i for i in range(p.jobs) if i not in self.jobs]
+        disabled = [job.id for job in self.jobs if not job.enabled]
+        for i in unlisted[:1] + disabled[:1]:
+            cases.append((Verdict.BAD_JOB, good(job=i, slot=0, worker=0)))
+        # bad header beats bad length beats bad job beats bad slot beats bad worker
+        cases += [
+            (Verdict.BAD_HEADER, good(version=2, vals=[], count=0)),
+            (Verdict.BAD_HEADER, good(status=3, job=255)),
+            (Verdict.BAD_LENGTH, good(n=K + 1, job=255)),
+            (Verdict.BAD_JOB, good(job=255, slot=0xFFFF, worker=0xFFFF)),
+            (Verdict.BAD_SLOT, good(slot=0xFFFF, worker=0xFFFF)),
+        ]
+        return cases
+
+    def mismatches(self, job: Job, slot: int) -> list[tuple[Verdict, bytes]]:
+        """An open round of ``job``'s ``slot``, contributions whose metadata
+        differs (dtype, op, count, offset): each a mismatch, a duplicate,
+        then the round's other contributions."""
+        if job.workers < 2:
+            raise ValueError("a mismatch needs a job with two workers or more")
+        r = self.rng
+        ver = self._rounds[(job.id, slot)] % 2
+        self._rounds[(job.id, slot)] += 1
+        dt, op = self.dtypes[0], self.ops[0]
+        count = r.randint(2, self.K)
+        first = make_contrib(job.id, slot, ver, 0, self.values(dt, count), dtype=dt, op=op,
+                             offset=7)
+        out = [(Verdict.ACCEPT, first)]
+        variants = [dict(offset=8), dict(count=count - 1)]
+        if len(self.ops) > 1:
+            variants.append(dict(op=self.ops[1]))
+        if len(self.dtypes) > 1:
+            variants.append(dict(dtype=self.dtypes[1]))
+        for v in variants:
+            d = v.get("dtype", dt)
+            n = v.get("count", count)
+            out.append((Verdict.MISMATCH, make_contrib(
+                job.id, slot, ver, 1, self.values(d, n), dtype=d, op=v.get("op", op),
+                offset=v.get("offset", 7))))
+        out.append((Verdict.DUPLICATE, first))
+        for w in range(1, job.workers):            # then the round completes
+            out.append((Verdict.ACCEPT, make_contrib(job.id, slot, ver, w, self.values(dt, count),
+                                                     dtype=dt, op=op, offset=7)))
+        return out

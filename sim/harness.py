@@ -1,0 +1,312 @@
+"""Runs the generated Verilog of ``netagg_core`` under cocotb (Icarus or
+Verilator): the back-end of ``netagg sim`` and of the cocotb regression.
+
+Contract of :func:`run_sim` (``docs/cli.md``, ``netagg sim``): the frames of
+IN.pcap are classified with the golden model's :func:`netagg.sim.model.classify`
+(frames that are not netagg messages only count as ``ignored``); the netagg
+messages go to the RTL core in file order, back to back, message ``i``
+tagged ``i mod 2**16``; the core's verdicts tell which senders were
+accepted, its RESULTs (tags unwrapped to message numbers) are framed by the
+golden model's :class:`netagg.sim.model.Router`, so that ``netagg sim`` and
+``netagg model`` address frames identically. STATS.json holds the core's
+counters (read through the control port), ``ignored`` and ``cycles``.
+
+Builds (the Verilog and each simulator's compiled model) are cached in a
+directory keyed by the hardware parameters, ``fp_stages`` and a digest of
+the design's sources: ``$NETAGG_BUILD_CACHE`` if set, else
+``$XDG_CACHE_HOME/netagg`` (``~/.cache/netagg``). Concurrent builds of one
+key are serialised with a file lock.
+
+Needs cocotb, cocotb-test and the simulator (``iverilog``/``vvp``, or
+``verilator`` from ``sys.prefix/bin``, which is put first on PATH).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from netagg.params import Params
+from netagg.sim import pcap
+from netagg.sim.jobs import JobTable
+from netagg.sim.model import Router, classify
+from netagg.sim.protocol import COUNTERS, HEADER_BYTES, Header, Message, Verdict, decode_values
+
+SIMULATORS = ("icarus", "verilator")
+TOPLEVEL = "netagg_core"
+TIMESCALE = "1ns/1ps"
+SIM_MODULE = "netagg.sim.cocotb.test_sim_run"
+REGRESSION_MODULE = "netagg.sim.cocotb.test_regression"
+
+ENV_PARAMS = "NETAGG_TB_PARAMS"      # JSON of Params.to_dict(), read by the cocotb side
+ENV_IO = "NETAGG_TB_IO"              # JSON file: the sim run's inputs
+ENV_OUT = "NETAGG_TB_OUT"            # JSON file: the sim run's outputs
+ENV_JOBS = "NETAGG_TB_JOBS"          # JSON of a JobTable dict (regression)
+ENV_CACHE = "NETAGG_BUILD_CACHE"
+
+_NOT_HARDWARE = ("port", "switch_mac", "switch_ip")   # framing only, not in the core
+_ROOT = Path(__file__).resolve().parent.parent
+_DESIGN_SOURCES = ("hdl", "netagg/params.py", "sim/protocol.py")
+VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2")
+# cocotb-test compiles with -g2012, where Icarus runs declaration initialisers
+# before time 0: the dummy register Yosys adds to run every `always @*` block
+# at time 0 then never changes, and blocks whose inputs are constant stay X.
+# The core is Verilog-2005: compile it as such (the later flag wins).
+ICARUS_ARGS = ("-g2005",)
+
+
+class SimError(ValueError):
+    """A simulation that could not run or did not finish; one-line message
+    (a ValueError so that the CLI reports it as one line)."""
+
+
+# -- builds -----------------------------------------------------------------
+
+def cache_root() -> Path:
+    """Where builds are cached (see the module docstring)."""
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "netagg"
+
+
+def _design_digest() -> str:
+    h = hashlib.sha256()
+    for rel in _DESIGN_SOURCES:
+        path = _ROOT / rel
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            h.update(str(f.relative_to(_ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def build_key(params: Params, fp_stages: int | None = None) -> str:
+    """The cache key of a build: hardware parameters, ``fp_stages`` and the
+    design's sources."""
+    hw = {k: v for k, v in params.to_dict().items() if k not in _NOT_HARDWARE}
+    blob = json.dumps({"params": hw, "fp_stages": fp_stages, "design": _design_digest()},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def verilog_path(params: Params, fp_stages: int | None = None,
+                 root: str | os.PathLike | None = None) -> Path:
+    """The cached Verilog of the core (written on first use)."""
+    d = Path(root or cache_root()) / f"core-{build_key(params, fp_stages)}"
+    v = d / f"{TOPLEVEL}.v"
+    with _locked(d / "verilog.lock"):
+        if not v.exists():
+            from netagg.hdl.top import write_verilog
+            tmp = d / f".{TOPLEVEL}.v.{os.getpid()}"
+            write_verilog(params, tmp, fp_stages=fp_stages)
+            os.replace(tmp, v)
+            (d / "params.json").write_text(json.dumps(
+                {"params": params.to_dict(), "fp_stages": fp_stages}, indent=1) + "\n")
+    return v
+
+
+def _sim_env_path() -> None:
+    """Put ``sys.prefix/bin`` (the venv's verilator) first on PATH."""
+    bindir = os.path.join(sys.prefix, "bin")
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    if not parts or parts[0] != bindir:
+        os.environ["PATH"] = os.pathsep.join([bindir] + [p for p in parts if p != bindir])
+
+
+def _simulator_class(simulator: str):
+    from cocotb_test import simulator as cts
+
+    if simulator == "icarus":
+        return cts.Icarus
+
+    class CachedVerilator(cts.Verilator):
+        """Verilator that skips verilating and compiling when the model is
+        newer than the sources."""
+
+        def build_command(self):
+            cmds = super().build_command()
+            exe = os.path.join(self.sim_dir, self.toplevel_module)
+            if not self.force_compile and not self.outdated(exe, self.verilog_sources_flat):
+                return cmds[2:]           # just the run
+            return cmds
+
+    return CachedVerilator
+
+
+def _check_tools(simulator: str) -> None:
+    need = ("iverilog", "vvp") if simulator == "icarus" else ("verilator", "make", "perl")
+    for tool in need:
+        if shutil.which(tool) is None:
+            raise SimError(f"simulator {simulator!r} needs {tool!r}, which is not on PATH")
+
+
+def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
+               fp_stages: int | None = None, env: dict | None = None,
+               testcase: str | None = None, seed: int | None = None,
+               root: str | os.PathLike | None = None, quiet: bool = False) -> Path:
+    """Build (cached) and run the cocotb test ``module`` on the core; returns
+    the results XML. Raises :class:`SimError` if a test failed or the
+    simulator did not run."""
+    if simulator not in SIMULATORS:
+        raise SimError(f"unknown simulator {simulator!r} (choose from {', '.join(SIMULATORS)})")
+    _sim_env_path()
+    _check_tools(simulator)
+    source = verilog_path(params, fp_stages, root)
+    build = source.parent / simulator
+    cls = _simulator_class(simulator)
+    kwargs = dict(toplevel=TOPLEVEL, module=module, verilog_sources=[str(source)],
+                  sim_build=str(build), timescale=TIMESCALE)
+    if simulator == "verilator":
+        kwargs["compile_args"] = list(VERILATOR_ARGS)
+        kwargs["make_args"] = ["-j2"]
+    else:
+        kwargs["compile_args"] = list(ICARUS_ARGS)
+    extra = {ENV_PARAMS: json.dumps(params.to_dict())}
+    extra.update(env or {})
+    extra.setdefault("COCOTB_LOG_LEVEL", "WARNING" if quiet else "INFO")
+    extra.setdefault("COCOTB_ANSI_OUTPUT", "0")
+    # os.environ wins over extra_env in cocotb-test: keep ours.
+    saved = {k: os.environ.pop(k) for k in list(extra) if k in os.environ}
+    saved_sim = os.environ.pop("SIM", None)
+    try:
+        with _locked(build.parent / f"{simulator}.lock"):
+            _run(cls(**kwargs, extra_env=extra, compile_only=True), quiet)
+        return Path(_run(cls(**kwargs, extra_env=extra, testcase=testcase, seed=seed), quiet))
+    finally:
+        os.environ.update(saved)
+        if saved_sim is not None:
+            os.environ["SIM"] = saved_sim
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def _run(sim, quiet: bool):
+    """Run a cocotb-test simulator object; with ``quiet``, its log is kept
+    and printed (the last lines) only if it fails."""
+    log = sim.logger
+    capture = _Capture()
+    if quiet:
+        log.addHandler(capture)
+        propagate, log.propagate = log.propagate, False
+    try:
+        return sim.run()
+    except SystemExit as e:          # cocotb-test reports failures this way
+        if quiet:
+            sys.stderr.write("\n".join(capture.lines[-60:]) + "\n")
+        raise SimError(f"{e}") from None
+    finally:
+        if quiet:
+            log.removeHandler(capture)
+            log.propagate = propagate
+
+
+# -- netagg sim ---------------------------------------------------------------
+
+def run_core(params: Params, jobs: JobTable, messages: list[bytes], *,
+             simulator: str = "icarus", fp_stages: int | None = None,
+             quiet: bool = True, root=None) -> dict:
+    """Present ``messages`` (UDP payloads) to the RTL core in order, back to
+    back; returns ``{"verdicts": [code per message], "results": [[message
+    index, RESULT payload hex], ...] in send order, "counters": {...},
+    "cycles": int}`` (see ``netagg.sim.cocotb.test_sim_run``)."""
+    with tempfile.TemporaryDirectory(prefix="netagg-sim-") as tmp:
+        io_in, io_out = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        io_in.write_text(json.dumps({"jobs": jobs.to_dict(),
+                                     "messages": [m.hex() for m in messages]}))
+        failure = None
+        try:
+            run_cocotb(params, SIM_MODULE, simulator=simulator, fp_stages=fp_stages,
+                       env={ENV_IO: str(io_in), ENV_OUT: str(io_out)}, quiet=quiet, root=root)
+        except SimError as e:
+            failure = e
+        out = json.loads(io_out.read_text()) if io_out.exists() else {}
+        if "error" in out:
+            raise SimError(f"{simulator}: {out['error']}")
+        if failure is not None:
+            raise failure
+        if not out:
+            raise SimError(f"{simulator}: the simulation wrote no output")
+        return out
+
+
+def _message(payload: bytes) -> Message:
+    h = Header.unpack(payload)
+    return Message(h, decode_values(h.dtype, payload[HEADER_BYTES:]))
+
+
+def frames_from_run(params: Params, messages, run: dict) -> list[tuple[int, bytes]]:
+    """OUT frames of a core run, in send order, each with the seq (input
+    frame index) of the message that caused it; addressed like ``netagg
+    model`` (:class:`netagg.sim.model.Router`)."""
+    verdicts = run["verdicts"]
+    if len(verdicts) != len(messages):
+        raise SimError(f"the core gave {len(verdicts)} verdicts for {len(messages)} messages")
+    router = Router(params)
+    for m, code in zip(messages, verdicts, strict=True):
+        router.note(m, Verdict(code))
+    out = []
+    for index, hexpayload in run["results"]:
+        m = messages[index]
+        if not Verdict(verdicts[index]).accepted:
+            raise SimError(f"the core sent a RESULT for message {index}, "
+                           f"which it dropped ({Verdict(verdicts[index]).name})")
+        try:
+            frame = router.frame(_message(bytes.fromhex(hexpayload)), m.seq)
+        except KeyError as e:
+            raise SimError(f"RESULT for an unknown worker: {e.args[0]}") from None
+        out.append((m.seq, frame))
+    return out
+
+
+def run_sim(params: Params, jobs: JobTable, in_path, out_path, stats_path=None,
+            simulator: str = "icarus", fp_stages: int | None = None) -> dict:
+    """``netagg sim``: IN.pcap through the RTL core to OUT.pcap (and
+    STATS.json if ``stats_path``); returns the stats."""
+    records = pcap.read(in_path)
+    messages, ignored = classify(records, params.port)
+    run = run_core(params, jobs, [m.payload for m in messages], simulator=simulator,
+                   fp_stages=fp_stages)
+    out = frames_from_run(params, messages, run)
+    pcap.write(out_path, [pcap.Record(frame, records[seq].ts_ns) for seq, frame in out])
+    stats = {name: int(run["counters"][name]) for name in COUNTERS}
+    stats["ignored"] = ignored
+    stats["cycles"] = int(run["cycles"])
+    if stats_path:
+        with open(stats_path, "w", encoding="utf-8") as f:
+            json.dump(stats, f, indent=1)
+            f.write("\n")
+    drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
+    print(f"netagg sim ({simulator}): {len(records)} frames in ({ignored} ignored), "
+          f"{stats['rx']} messages, {stats['results']} rounds completed, "
+          f"{stats['tx']} RESULT frames out, {stats['retransmit']} retransmitted, "
+          f"{drops} dropped, {stats['cycles']} cycles, "
+          f"{run['counters'].get('stall', 0)} stall cycles")
+    return stats
