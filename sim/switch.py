@@ -16,12 +16,13 @@ sender of a retransmission). ``rx`` counts every message, ``tx`` every RESULT,
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 import numpy as np
 
 from netagg.params import Params
 from netagg.sim import arith
-from netagg.sim.jobs import JobTable
+from netagg.sim.jobs import Job, JobTable
 from netagg.sim.protocol import (
     COUNTERS,
     HEADER_BYTES,
@@ -92,13 +93,16 @@ class _Copy:
 
 
 class Switch:
-    """The netagg switch for one build (``params``) and job table (``jobs``).
+    """The netagg switch for one build (``params``) and job table (``jobs``,
+    a JobTable or a list of Job, validated against ``params``).
 
     ``counters`` is a dict with every name of :data:`protocol.COUNTERS`.
     """
 
-    def __init__(self, params: Params, jobs: JobTable):
-        if jobs.params != params:
+    def __init__(self, params: Params, jobs: JobTable | Iterable[Job]):
+        if not isinstance(jobs, JobTable):
+            jobs = JobTable(jobs, params)
+        elif jobs.params != params:
             # A table validated against other parameters may not fit this core.
             jobs = JobTable(list(jobs), params)
         self.params = params

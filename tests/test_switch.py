@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netagg.params import Params
+from netagg.params import ParamError, Params
 from netagg.sim import arith
 from netagg.sim.jobs import Job, JobTable
 from netagg.sim.protocol import (
@@ -466,6 +466,15 @@ def test_bf16_modes_differ_in_rounding():
 
 def test_counters_have_every_name():
     assert set(switch().counters) == set(COUNTERS)
+
+
+def test_job_list_is_validated_against_params():
+    sw = Switch(P, [Job(0, 4, 0, 16)])
+    assert sw.jobs.get(0) == Job(0, 4, 0, 16)
+    with pytest.raises(ParamError, match="workers"):
+        Switch(P, [Job(0, 5, 0, 16)])
+    with pytest.raises(ParamError, match="not within"):
+        Switch(P, JobTable([Job(0, 4, 0, 32)], P.replace(slots=32)))
 
 
 def test_result_values_are_read_only():
