@@ -630,7 +630,7 @@ def test_random_traffic_matches_reference(traffic):
         assert out.verdict.name.lower() == verdict
         assert [r.header.worker for r in out.results] == [d for d, _ in sends]
         for r, (_, c) in zip(out.results, sends, strict=True):
-            expected, _, ovf = arith.reduce(INT32, Op(op), [np.array(v, np.uint32)
+            expected, _, ovf = arith.reduce(INT32, Op(c["meta"][1]), [np.array(v, np.uint32)
                                                           for v in c["contribs"]])
             assert list(r.values) == list(expected)
             assert r.header.status == c["n"] | (STATUS_OVERFLOW if ovf else 0)
