@@ -90,9 +90,12 @@ class Validator(wiring.Component):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
         with m.Elif(~self.job_valid | ~job.enable):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_JOB)
-        with m.Elif(hdr.slot >= job.nslots):
+        # The S and W_max bounds only matter for a job table written with
+        # values beyond the build's limits: such a job cannot reach outside
+        # the slot RAM or the bitmap.
+        with m.Elif((hdr.slot >= job.nslots) | (job.base + hdr.slot >= p.slots)):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_SLOT)
-        with m.Elif(hdr.worker >= job.workers):
+        with m.Elif((hdr.worker >= job.workers) | (hdr.worker >= p.workers)):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_WORKER)
         with m.Else():
             m.d.comb += verdict.eq(layouts.Verdict.ACCEPT)
