@@ -316,7 +316,7 @@ def reduction_rows(rng, dtype, k, n):
     """k contributions of n elements: similar magnitudes with mixed signs
     (cancellation-prone), plus occasional specials and outliers."""
     if dtype is DType.INT32:
-        return list(np.stack(int32_pairs(rng, n * k)[0].reshape(k, n)))
+        return list(int32_pairs(rng, n * k)[0].reshape(k, n))
     fmt = FMTS[dtype]
     base = _exponent(rng, n, fmt)
     rows = []
