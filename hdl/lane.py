@@ -1,0 +1,223 @@
+"""One arithmetic lane: combines an accumulator element with a contribution
+element for the packet's dtype and op (``../shared/spec/protocol.md``,
+Arithmetic; golden model :func:`netagg.sim.arith.to_acc` and
+:func:`netagg.sim.arith.combine`)."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from . import layouts
+from .fp import BF16, FP32, FPAdd, FPMinMax
+from .intalu import IntAdd, IntMinMax
+from .layouts import DType, Op
+
+__all__ = ["Lane", "LaneIn", "LaneOut", "DEFAULT_STAGES"]
+
+LaneIn = data.StructLayout({
+    "a": unsigned(32),        # accumulator bits (ignored when `first`)
+    "b": unsigned(32),        # the contribution's wire element (bf16 in the low 16 bits)
+    "dtype": layouts.DType,
+    "op": layouts.Op,
+    "first": unsigned(1),     # first contribution of a round: r = to_acc(b)
+})
+
+LaneOut = data.StructLayout({
+    "r": unsigned(32),        # new accumulator bits (bf16 mode "bf16": low 16 bits, upper 0)
+    "nan": unsigned(1),       # an input or the result is NaN
+    "ovf": unsigned(1),       # finite float sum rounded to inf, or int32 add wrapped
+})
+
+DEFAULT_STAGES = 3
+"""Default floating-point adder depth (see docs/arithmetic.md for Fmax)."""
+
+_DTYPES = {"int32": DType.INT32, "fp32": DType.FP32, "bf16": DType.BF16}
+_OPS = {"sum": Op.SUM, "min": Op.MIN, "max": Op.MAX}
+
+_SEL_EARLY, _SEL_ADD32, _SEL_ADD16 = 0, 1, 2
+
+
+class Lane(wiring.Component):
+    """Per beat: if ``first``, ``r, nan = to_acc(dtype, b, mode)`` and
+    ``ovf = 0``; else ``r, nan, ovf = combine(dtype, op, a, b, mode)``,
+    bit-exact with :mod:`netagg.sim.arith` (``mode`` = ``bf16_accumulate``).
+
+    The accumulator ``a`` holds binary32 bits for fp32, and for bf16 in mode
+    ``"fp32"`` (the lane widens the bf16 element ``b`` exactly); bf16 bits in
+    the low 16 bits in mode ``"bf16"``; int32 bits. Floats: round to nearest
+    even, full subnormal support (no flush to zero), canonical NaNs
+    (0x7FC00000; 0x7FC0 in mode ``"bf16"``), NaN-propagating min/max with
+    -0 < +0. int32: wrapping add, signed min/max.
+
+    Build options: ``dtypes`` and ``ops`` left out are not built (their beats
+    give unspecified results); ``stages`` is the floating-point adder depth
+    (``None``: :data:`DEFAULT_STAGES`).
+
+    Flow: the whole pipeline advances on cycles where ``~o.valid | o.ready``
+    (which is ``i.ready``). With ``o.ready`` held high, a beat accepted on
+    ``i`` appears on ``o`` exactly ``latency`` (= ``stages + 1``) cycles
+    later, one beat per cycle (initiation interval 1), in order.
+    """
+
+    def __init__(self, *, dtypes=("int32", "fp32", "bf16"), ops=("sum", "min", "max"),
+                 bf16_accumulate="fp32", stages=None):
+        try:
+            self._check(dtypes, ops, bf16_accumulate, stages)
+        except ValueError:
+            self._MustUse__silence = True      # no "created but never used" warning
+            raise
+        dtypes, ops = tuple(dtypes), tuple(ops)
+        self._dtypes = frozenset(dtypes)
+        self._ops = frozenset(ops)
+        self._mode = bf16_accumulate
+        self._stages = DEFAULT_STAGES if stages is None else stages
+        super().__init__({
+            "i": In(stream.Signature(LaneIn)),
+            "o": Out(stream.Signature(LaneOut)),
+        })
+
+    @staticmethod
+    def _check(dtypes, ops, bf16_accumulate, stages):
+        if isinstance(dtypes, str) or isinstance(ops, str):
+            raise ValueError("dtypes and ops must be tuples of names, not strings")
+        try:
+            dtypes, ops = tuple(dtypes), tuple(ops)
+        except TypeError as exc:
+            raise ValueError(f"dtypes and ops must be tuples of names: {exc}") from None
+        bad = [d for d in dtypes if d not in _DTYPES]
+        if bad or not dtypes:
+            raise ValueError(f"dtypes must be a non-empty subset of {tuple(_DTYPES)}, "
+                             f"not {dtypes!r}")
+        bad = [o for o in ops if o not in _OPS]
+        if bad or not ops:
+            raise ValueError(f"ops must be a non-empty subset of {tuple(_OPS)}, not {ops!r}")
+        if bf16_accumulate not in ("fp32", "bf16"):
+            raise ValueError(f"bf16_accumulate must be 'fp32' or 'bf16', "
+                             f"not {bf16_accumulate!r}")
+        if stages is not None and (not isinstance(stages, int) or isinstance(stages, bool)
+                                   or not 0 <= stages <= FPAdd.MAX_STAGES):
+            raise ValueError(f"stages must be None or an int in 0..{FPAdd.MAX_STAGES}, "
+                             f"not {stages!r}")
+
+    @property
+    def stages(self) -> int:
+        return self._stages
+
+    @property
+    def latency(self) -> int:
+        """Cycles from an accepted ``i`` beat to its ``o`` beat (o.ready high)."""
+        return self._stages + 1
+
+    @property
+    def dtypes(self) -> frozenset:
+        return self._dtypes
+
+    @property
+    def ops(self) -> frozenset:
+        return self._ops
+
+    @property
+    def bf16_accumulate(self) -> str:
+        return self._mode
+
+    def elaborate(self, platform):
+        m = Module()
+        has = self._dtypes.__contains__
+        floats = has("fp32") or has("bf16")
+        do_sum = "sum" in self._ops
+        do_mm = bool(self._ops & {"min", "max"})
+        narrow_mode = has("bf16") and self._mode == "bf16"
+
+        adv = Signal()
+        m.d.comb += [adv.eq(~self.o.valid | self.o.ready), self.i.ready.eq(adv)]
+
+        p = self.i.payload
+        a, b = p.a, p.b
+        is_int = p.dtype == DType.INT32
+        is_bf16 = p.dtype == DType.BF16
+        is_sum = p.op == Op.SUM
+        narrow = is_bf16 if narrow_mode else Const(0)
+        b_w = Mux(is_bf16, Cat(Const(0, 16), b[:16]), b)      # exact widening
+        a_w = Mux(narrow, Cat(Const(0, 16), a[:16]), a)
+
+        # results available at once, delayed to the adders' latency
+        e_r = Signal(32)
+        e_nan = Signal()
+        e_ovf = Signal()
+        sel = Signal(2)
+
+        # first contribution: canonicalised (widened) element
+        bw = FP32.layout(b_w)
+        b_nan = (bw.exp == FP32.exp_max) & (bw.frac != 0)
+        f_r = Mux(b_nan, FP32.qnan, b_w) if floats else Const(0, 32)
+
+        if do_mm and floats:
+            m.submodules.fmm = fmm = FPMinMax(FP32)
+            m.d.comb += [fmm.a.eq(a_w), fmm.b.eq(b_w), fmm.max.eq(p.op == Op.MAX)]
+        if has("int32"):
+            if do_sum:
+                m.submodules.iadd = iadd = IntAdd(32)
+                m.d.comb += [iadd.a.eq(a), iadd.b.eq(b)]
+            if do_mm:
+                m.submodules.imm = imm = IntMinMax(32)
+                m.d.comb += [imm.a.eq(a), imm.b.eq(b), imm.max.eq(p.op == Op.MAX)]
+
+        wide_r = Signal(32)      # float result before narrowing to bf16
+        with m.If(p.first):
+            m.d.comb += [wide_r.eq(f_r), e_nan.eq(b_nan & ~is_int)]
+            with m.If(is_int):
+                m.d.comb += e_r.eq(b)
+            with m.Else():
+                m.d.comb += e_r.eq(Mux(narrow, wide_r[16:], wide_r))
+        with m.Elif(is_int):
+            if has("int32") and do_sum:
+                with m.If(is_sum):
+                    m.d.comb += [e_r.eq(iadd.r), e_ovf.eq(iadd.ovf)]
+            if has("int32") and do_mm:
+                with m.If(~is_sum):
+                    m.d.comb += e_r.eq(imm.r)
+        with m.Elif(is_sum):
+            m.d.comb += sel.eq(Mux(narrow, _SEL_ADD16, _SEL_ADD32))
+        with m.Else():
+            if do_mm and floats:
+                m.d.comb += [wide_r.eq(fmm.r), e_nan.eq(fmm.nan),
+                             e_r.eq(Mux(narrow, wide_r[16:], wide_r))]
+
+        # floating-point adders
+        add32 = add16 = None
+        if do_sum and (has("fp32") or (has("bf16") and self._mode == "fp32")):
+            m.submodules.add32 = add32 = FPAdd(FP32, stages=self._stages)
+            m.d.comb += [add32.a.eq(a), add32.b.eq(b_w), add32.en.eq(adv)]
+        if do_sum and narrow_mode:
+            m.submodules.add16 = add16 = FPAdd(BF16, stages=self._stages)
+            m.d.comb += [add16.a.eq(a[:16]), add16.b.eq(b[:16]), add16.en.eq(adv)]
+
+        # delay line for the early results
+        d_r, d_nan, d_ovf, d_sel = e_r, e_nan, e_ovf, sel
+        for n in range(self._stages):
+            regs = [Signal.like(s, name=f"{s.name}_d{n}", reset_less=True)
+                    for s in (e_r, e_nan, e_ovf, sel)]
+            with m.If(adv):
+                m.d.sync += [r.eq(s) for r, s in zip(regs, (d_r, d_nan, d_ovf, d_sel), strict=True)]
+            d_r, d_nan, d_ovf, d_sel = regs
+
+        # final selection into the output register
+        res = Signal(LaneOut)
+        m.d.comb += [res.r.eq(d_r), res.nan.eq(d_nan), res.ovf.eq(d_ovf)]
+        if add32 is not None:
+            with m.If(d_sel == _SEL_ADD32):
+                m.d.comb += [res.r.eq(add32.r), res.nan.eq(add32.nan), res.ovf.eq(add32.ovf)]
+        if add16 is not None:
+            with m.If(d_sel == _SEL_ADD16):
+                m.d.comb += [res.r.eq(add16.r), res.nan.eq(add16.nan), res.ovf.eq(add16.ovf)]
+
+        valid = Signal(self.latency)
+        with m.If(adv):
+            m.d.sync += [
+                valid.eq(Cat(self.i.valid, valid[:-1])),
+                self.o.payload.eq(res),
+            ]
+        m.d.comb += self.o.valid.eq(valid[-1])
+        return m
