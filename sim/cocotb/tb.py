@@ -71,6 +71,12 @@ def describe(payload: bytes) -> str:
             f"status0x{h.status:x} [{len(body)} B: {show}]")
 
 
+def unwrap_tag(tag: int, newest: int) -> int:
+    """The message number with tag ``tag`` (number mod 2**16) that is at
+    most ``newest`` (the newest message presented) and closest to it."""
+    return newest - ((newest - tag) % TAG_MOD)
+
+
 # -- stream components ------------------------------------------------------
 
 class IngressDriver:
@@ -411,7 +417,7 @@ class TB:
             ref = base + driver.presented - 1
             if ref < base:
                 raise BenchError(f"cycle {cycle}: RESULT before any message: {describe(payload)}")
-            index = ref - ((ref - tag) % TAG_MOD)
+            index = unwrap_tag(tag, ref)
             h = Header.unpack(payload)
             if h.version != 1 or h.type != MsgType.RESULT or h.reserved != 0:
                 raise BenchError(f"cycle {cycle}: bad RESULT header: {describe(payload)}")
@@ -550,20 +556,22 @@ class Traffic:
             out += self.merge(self.wave(per_wave, **kw))
         return out
 
-    def lockstep(self, job: Job, passes: int = 2, *, dtype=None, op=None,
-                 count=None) -> list[bytes]:
-        """Each worker streams the job's slots in order; workers in near
-        lockstep, so consecutive messages mostly hit the same slot."""
+    def lockstep(self, job: Job, passes: int = 2, *, window: int | None = None,
+                 dtype=None, op=None, count=None) -> list[bytes]:
+        """Each worker streams its window of the job's slots (default all)
+        in order, ``passes`` times; workers in near lockstep, so consecutive
+        messages mostly hit the same slot."""
         r = self.rng
+        window = job.slots if window is None else min(window, job.slots)
         keyed = []
         for p in range(passes):
             dt = r.choice(self.dtypes) if dtype is None else dtype
             o = r.choice(self.ops) if op is None else op
-            for s in range(job.slots):
+            for s in range(window):
                 msgs = self.round(job, s, dtype=dt, op=o, count=self.K if count is None else count)
                 for m in msgs:
                     w = int.from_bytes(m[6:8], "big")
-                    keyed.append(((p * job.slots + s) + r.random() * 1.2, w, m))
+                    keyed.append(((p * window + s) + r.random() * 1.2, w, m))
         keyed.sort(key=lambda t: (t[0], t[1]))
         return [m for *_, m in keyed]
 
