@@ -46,3 +46,86 @@ def test_regression(config, simulator):
     harness.run_cocotb(Params(**CONFIGS[config]), harness.REGRESSION_MODULE,
                        simulator=simulator, root=BUILD, quiet=True,
                        env={"NETAGG_TB_SEED": str(seed)})
+
+
+# -- the bench's pure parts (no simulator) ------------------------------------
+
+tb = pytest.importorskip("netagg.sim.cocotb.tb")
+
+
+def test_unwrap_tag():
+    assert tb.unwrap_tag(5, 5) == 5
+    assert tb.unwrap_tag(3, 5) == 3
+    assert tb.unwrap_tag(0xFFFF, 0x10002) == 0xFFFF
+    assert tb.unwrap_tag(2, 0x10002) == 0x10002
+    assert tb.unwrap_tag(0, 0x2FFFF) == 0x20000
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_malformed_cases_get_their_verdicts(config):
+    import random
+    params = Params(**CONFIGS[config])
+    jobs = tb.regression_jobs(params)
+    tm = tb.Traffic(params, jobs, random.Random(3))
+    sb = tb.Scoreboard(params, jobs)
+    cases = tm.malformed()
+    job = next(j for j in tm.enabled if j.workers >= 2)
+    cases += tm.mismatches(job, 0)
+    for i, (want, m) in enumerate(cases):
+        sb.expect(i, m)
+        assert sb.verdicts[i] == want, (i, tb.describe(m))
+    drops = {v for v, _ in cases} - {tb.Verdict.ACCEPT}
+    assert drops == {v for v in tb.Verdict if v.value >= tb.Verdict.BAD_HEADER}
+
+
+def _scoreboard_with_round():
+    """A scoreboard expecting one fp32 round of job 0 (W=2): two messages."""
+    params = Params(**CONFIGS["L4-K16-W2"])
+    jobs = tb.regression_jobs(params)
+    sb = tb.Scoreboard(params, jobs)
+    msgs = [tb.make_contrib(0, 1, 0, w, [0x3F800000, w], dtype=1) for w in (0, 1)]
+    for i, m in enumerate(msgs):
+        sb.expect(i, m)
+    return params, jobs, sb, msgs
+
+
+def test_scoreboard_accepts_the_models_own_outputs():
+    params, jobs, sb, msgs = _scoreboard_with_round()
+    ref = tb.Switch(params, jobs)
+    outs = [ref.receive(m) for m in msgs]
+    for i, o in enumerate(outs):
+        sb.verdict(i, o.verdict)
+    for r in outs[1].results:
+        sb.result(1, r.pack())
+    sb.final(dict(ref.counters, stall=0))
+    assert sb.results_checked == 2
+
+
+def test_scoreboard_catches_errors():
+    params, jobs, sb, msgs = _scoreboard_with_round()
+    ref = tb.Switch(params, jobs)
+    outs = [ref.receive(m) for m in msgs]
+    with pytest.raises(tb.BenchError, match="verdict DUPLICATE, expected ACCEPT"):
+        sb.verdict(0, tb.Verdict.DUPLICATE)
+    sb.verdict(1, 0)
+    good = outs[1].results[0].pack()
+    bad = good[:-1] + bytes([good[-1] ^ 1])                 # one bit of one element
+    with pytest.raises(tb.BenchError, match="element 1"):
+        sb.result(1, bad)
+    with pytest.raises(tb.BenchError, match="unexpected RESULT"):
+        sb.result(1, good[:5] + b"\x07" + good[6:])          # slot 7: nothing expected
+    with pytest.raises(tb.BenchError, match="never sent"):
+        sb.final()
+    sb.result(1, outs[1].results[1].pack())
+    counters = dict(ref.counters)
+    counters["tx"] += 1
+    with pytest.raises(tb.BenchError, match="counters"):
+        sb.final(counters)
+
+
+def test_result_from_the_wrong_message_is_caught():
+    params, jobs, sb, msgs = _scoreboard_with_round()
+    ref = tb.Switch(params, jobs)
+    outs = [ref.receive(m) for m in msgs]
+    with pytest.raises(tb.BenchError, match="message 0"):
+        sb.result(0, outs[1].results[0].pack())

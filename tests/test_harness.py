@@ -181,10 +181,11 @@ SMALL_ARGS = ["--lanes", "4", "--elements", "16", "--workers", "2", "--slots", "
 
 
 @pytest.mark.cocotb
-def test_sim_equals_model_handmade(tmp_path, capsys):
+@pytest.mark.parametrize("simulator", ["icarus"])
+def test_sim_equals_model_handmade(tmp_path, capsys, simulator):
     params = Params(**SMALL)
     jobs, records = handmade(params)
-    paths = _run_both(tmp_path, SMALL_ARGS, jobs, records)
+    paths = _run_both(tmp_path, SMALL_ARGS, jobs, records, simulator)
     sim, model = assert_equivalent(params, *paths)
     # the capture's own facts, so the comparison cannot pass vacuously
     assert model["ignored"] == 5
@@ -211,10 +212,11 @@ def test_sim_equals_model_generated(tmp_path, simulator):
 
 
 @pytest.mark.cocotb
-def test_sim_empty_and_ignored_only(tmp_path):
+@pytest.mark.parametrize("simulator", ["icarus"])
+def test_sim_empty_and_ignored_only(tmp_path, simulator):
     params = Params(**SMALL)
     jobs = JobTable([Job(0, 2, 0, 4)], params)
-    paths = _run_both(tmp_path, SMALL_ARGS, jobs, _ignored_frames(params))
+    paths = _run_both(tmp_path, SMALL_ARGS, jobs, _ignored_frames(params), simulator)
     sim, model = assert_equivalent(params, *paths)
     assert sim["ignored"] == 5 and sim["rx"] == 0 and sim["cycles"] == 0
     assert pcap.read_frames(paths[0]) == []
