@@ -12,7 +12,7 @@ from netagg.hdl import layouts
 from netagg.hdl.job_table import JobTable
 from netagg.hdl.multicast import Multicast
 from netagg.hdl.slot_table import SlotTable
-from netagg.hdl.validator import Validator, descriptor, payload_beat
+from netagg.hdl.validator import Validator, descriptor
 from netagg.params import Params
 from netagg.sim import protocol
 
@@ -69,9 +69,8 @@ class NetaggCore(wiring.Component):
         m.submodules.validator = val = Validator(p)
         m.submodules.desc_q = desc_q = SyncFIFOBuffered(width=descriptor(p).size,
                                                          depth=fifo_depth)
-        m.submodules.data_q = data_q = SyncFIFOBuffered(width=payload_beat(p).size,
-                                                         depth=fifo_depth)
         m.submodules.slots = slots = SlotTable(p, result_beats=result_depth,
+                                               data_beats=fifo_depth,
                                                fp_stages=self._fp_stages)
         m.submodules.mcast = mcast = Multicast(p, depth=result_depth)
 
@@ -85,14 +84,11 @@ class NetaggCore(wiring.Component):
             val.job_valid.eq(jobs.lookup_valid),
         ]
         wiring.connect(m, val.desc, desc_q.w_stream)
-        wiring.connect(m, val.data, data_q.w_stream)
+        wiring.connect(m, val.data, slots.data)
         m.d.comb += [
             slots.desc.payload.eq(data.View(descriptor(p), desc_q.r_data)),
             slots.desc.valid.eq(desc_q.r_rdy),
             desc_q.r_en.eq(slots.desc.ready),
-            slots.data.payload.eq(data.View(payload_beat(p), data_q.r_data)),
-            slots.data.valid.eq(data_q.r_rdy),
-            data_q.r_en.eq(slots.data.ready),
         ]
         wiring.connect(m, slots.res_desc, mcast.res_desc)
         wiring.connect(m, slots.res_beat, mcast.res_beat)
@@ -132,7 +128,6 @@ class NetaggCore(wiring.Component):
                 m.d.comb += rdata.eq(counters[name])
         m.d.sync += self.ctrl_rdata.eq(rdata)
 
-        m.d.comb += self.idle.eq(~val.busy & ~desc_q.r_rdy & ~data_q.r_rdy
-                                 & (desc_q.level == 0) & (data_q.level == 0)
+        m.d.comb += self.idle.eq(~val.busy & ~desc_q.r_rdy & (desc_q.level == 0)
                                  & ~slots.busy & ~mcast.busy & slots.ready)
         return m

@@ -80,22 +80,31 @@ class SlotTable(wiring.Component):
     block RAM (``amaranth.lib.memory.Memory``). After reset the slot words
     are cleared (S cycles, ``ready`` low).
 
-    ``desc`` / ``data``: the validator's output. ``verdict``: one per message,
-    in message order. ``res_desc`` / ``res_beat``: RESULTs to send (the
-    multicast back-end); a RESULT's descriptor precedes its beats by at least
-    two cycles. ``res_free``: the back-end returns buffer space (beats) as it
-    finishes RESULTs; a round that completes, or a retransmission, waits
-    until the back-end has room for its beats (credit ``result_beats``).
+    ``desc``: the validator's descriptors; ``data``: the payload beats of
+    accepted messages, stored in a buffer of ``data_beats`` beats.
+    ``verdict``: one per message, in message order. ``res_desc`` /
+    ``res_beat``: RESULTs to send (the multicast back-end); a RESULT's
+    descriptor precedes its beats by at least two cycles. ``res_free``: the
+    back-end returns buffer space (beats) as it finishes RESULTs; a round that
+    completes, or a retransmission, waits until the back-end has room for its
+    beats (credit ``result_beats``).
 
-    Throughput: one payload beat per cycle for messages of two or more beats
-    when no hazard stalls; a one-beat message, a dropped message and a
-    retransmission each take one cycle more. Read-after-write hazards: a beat
-    waits while an earlier beat of the same copy and index is in the
-    read-add-write loop (``loop_latency`` cycles); such cycles pulse
-    ``stall``. Messages are processed in arrival order.
+    Decisions (the slot algorithm) are taken in arrival order. The beats of
+    up to two decided messages are issued to the lanes, one beat per cycle:
+    a read-after-write hazard (a beat of the same copy and index still in
+    the read-add-write loop of ``loop_latency`` cycles) holds the older one,
+    and the younger one issues meanwhile if it is of another slot (and not
+    both of them complete a round); messages of one slot keep their order.
+    Cycles in which a combine waits and nothing issues pulse ``stall``. A
+    one-beat message, a dropped message and a retransmission take one cycle
+    more than their beats.
     """
 
-    def __init__(self, params: Params, *, result_beats: int, fp_stages=None):
+    def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None):
+        if data_beats < params.beats or data_beats & (data_beats - 1):
+            raise ValueError(f"data_beats must be a power of two >= K/L ({params.beats}), "
+                             f"not {data_beats}")
+        self._data_beats = data_beats
         if result_beats < params.beats:
             raise ValueError(f"result_beats ({result_beats}) must hold one full RESULT "
                              f"({params.beats} beats)")
@@ -173,18 +182,40 @@ class SlotTable(wiring.Component):
         fresh = Signal()   # st_rd.data is the state of N's slot (N was at the head last cycle)
         m.d.sync += fresh.eq(self.desc.valid & ~self.desc.ready & ~clearing)
 
-        # ---------------- the current message C ----------------
-        c_active = Signal()
-        c_mode = Signal(2)
-        c_copy = Signal(range(2 * S))
-        c_first = Signal()
-        c_result = Signal()          # its beats go to the RESULT path
-        c_dtype = Signal(layouts.DType)
-        c_op = Signal(layouts.Op)
-        c_beat = Signal(16)          # next beat to issue
-        c_nbeats = Signal(16)        # beats to issue (LANES, RETRANSMIT)
-        c_rem = Signal(17)           # elements from the next beat on
-        c_disc = Signal(16)          # payload beats still to discard
+        # ---------------- payload buffer ----------------
+        # Payload beats in arrival order, read by address: a message can
+        # overtake one of another slot that waits on a hazard.
+        DB = self._data_beats
+        dbits = max(1, (DB - 1).bit_length())
+        m.submodules.data_mem = data_mem = Memory(shape=payload_beat(p), depth=DB, init=[])
+        d_wr = data_mem.write_port()
+        d_rd = data_mem.read_port()
+        wp = Signal(dbits + 1)       # beats written (mod 2 DB)
+        fp = Signal(dbits + 1)       # beats freed
+        dptr = Signal(dbits + 1)     # first beat of the message at the FIFO head
+        occupancy = Signal(dbits + 1)
+        m.d.comb += [
+            occupancy.eq(wp - fp),
+            self.data.ready.eq(occupancy < DB),
+            d_wr.addr.eq(wp[:dbits]),
+            d_wr.data.eq(self.data.payload),
+            d_wr.en.eq(self.data.valid & self.data.ready),
+        ]
+        with m.If(self.data.valid & self.data.ready):
+            m.d.sync += wp.eq(wp + 1)
+        free_fin = Signal(17)        # payload beats of finished combines, in order
+        free_dec = Signal(17)        # payload beats of a message decided not to combine
+
+        # ---------------- the decided messages: a queue of two ----------------
+        ctx_l = data.StructLayout({
+            "valid": unsigned(1), "rtx": unsigned(1), "copy": range(2 * S),
+            "slot": unsigned(16), "first": unsigned(1), "result": unsigned(1),
+            "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(16),
+            "nbeats": unsigned(16), "rem": unsigned(17), "start": unsigned(dbits + 1),
+            "dbeats": unsigned(16),
+        })
+        q = [Signal(ctx_l, name="q0"), Signal(ctx_l, name="q1")]
+        deferred = Signal(17)        # freed beats of messages that overtook q0
 
         # Pipeline registers: s1 (accumulators being read), then D lane stages.
         def meta_layout():
@@ -194,65 +225,86 @@ class SlotTable(wiring.Component):
                 "result": unsigned(1), "nan": unsigned(1), "ovf": unsigned(1),
             })
         s1 = Signal(meta_layout())
-        s1_b = Signal(payload_beat(p))
         s1_dtype = Signal(layouts.DType)
         s1_op = Signal(layouts.Op)
         dl = [Signal(meta_layout(), name=f"d{k}") for k in range(D)]
-
-        issue_addr = Signal(acc_rd.addr.shape())
-        m.d.comb += issue_addr.eq(c_copy * B + c_beat)
         pending = [s1] + dl[:D - 1]
-        hazard = Signal()
-        m.d.comb += hazard.eq(0)
-        for e in pending:
-            with m.If(e.valid & ~e.rtx & (e.addr == issue_addr)):
-                m.d.comb += hazard.eq(1)
         lanes_busy = Signal()
         m.d.comb += lanes_busy.eq(0)
         for e in [s1] + dl:
             with m.If(e.valid & ~e.rtx):
                 m.d.comb += lanes_busy.eq(1)
 
-        lane_mode = c_active & (c_mode == _Mode.LANES) & (c_beat < c_nbeats)
-        rtx_mode = c_active & (c_mode == _Mode.RETRANSMIT) & (c_beat < c_nbeats)
+        addrs, left, haz = [], [], []
+        for k, e in enumerate(q):
+            a = Signal(acc_rd.addr.shape(), name=f"q{k}_addr")
+            h = Signal(name=f"q{k}_hazard")
+            m.d.comb += [a.eq(e.copy * B + e.beat), h.eq(0)]
+            for pe in pending:
+                with m.If(pe.valid & ~pe.rtx & (pe.addr == a)):
+                    m.d.comb += h.eq(1)
+            addrs.append(a)
+            haz.append(h)
+            left.append(e.valid & (e.beat < e.nbeats))
+        q0, q1 = q
+        cand0 = left[0] & ~q0.rtx & ~haz[0]
+        rtx0 = left[0] & q0.rtx & ~lanes_busy
+        # q1 overtakes only a stalled combine of another slot, and two RESULTs never interleave.
+        cand1 = (left[1] & ~q1.rtx & ~haz[1] & ~q0.rtx & (q1.slot != q0.slot)
+                 & ~(q0.result & q1.result))
+        sel0 = Signal()
+        sel1 = Signal()
         issue_lanes = Signal()
         issue_rtx = Signal()
         m.d.comb += [
-            issue_lanes.eq(lane_mode & self.data.valid & ~hazard),
-            issue_rtx.eq(rtx_mode & ~lanes_busy),
-            self.stall.eq(lane_mode & self.data.valid & hazard),
+            sel0.eq(cand0 | rtx0),
+            sel1.eq(~(cand0 | rtx0) & cand1),
+            issue_lanes.eq(cand0 | sel1),
+            issue_rtx.eq(rtx0),
+            self.stall.eq(~sel0 & ~sel1 & ((left[0] & ~q0.rtx) | (left[1] & ~q1.rtx))),
         ]
-        discard = c_active & (c_mode != _Mode.LANES) & (c_disc != 0)
-        m.d.comb += self.data.ready.eq(issue_lanes | discard)
+        e = Signal(ctx_l)
+        e_addr = Signal(acc_rd.addr.shape())
+        m.d.comb += [e.eq(Mux(sel1, q1, q0)), e_addr.eq(Mux(sel1, addrs[1], addrs[0]))]
 
         mask = Signal(L)
         for i in range(L):
-            m.d.comb += mask[i].eq(c_rem > i)
-        m.d.comb += [acc_rd.addr.eq(issue_addr), acc_rd.en.eq(1)]
+            m.d.comb += mask[i].eq(e.rem > i)
+        m.d.comb += [acc_rd.addr.eq(e_addr), acc_rd.en.eq(1),
+                     d_rd.addr.eq((e.start + e.beat)[:dbits]), d_rd.en.eq(1)]
         m.d.sync += [
             s1.valid.eq(issue_lanes | issue_rtx),
             s1.rtx.eq(issue_rtx),
-            s1.addr.eq(issue_addr),
+            s1.addr.eq(e_addr),
             s1.mask.eq(mask),
-            s1.last.eq(c_beat == c_nbeats - 1),
-            s1.first.eq(c_first),
-            s1.result.eq(c_result),
-            s1_b.eq(self.data.payload),
-            s1_dtype.eq(c_dtype),
-            s1_op.eq(c_op),
+            s1.last.eq(e.beat == e.nbeats - 1),
+            s1.first.eq(e.first),
+            s1.result.eq(e.result),
+            s1_dtype.eq(e.dtype),
+            s1_op.eq(e.op),
         ]
-        with m.If(issue_lanes | issue_rtx):
-            m.d.sync += [c_beat.eq(c_beat + 1), c_rem.eq(Mux(c_rem > L, c_rem - L, 0))]
-        with m.If(discard & self.data.valid):
-            m.d.sync += c_disc.eq(c_disc - 1)
-        last_issue = (issue_lanes | issue_rtx) & (c_beat == c_nbeats - 1)
-        issue_left = (c_beat < c_nbeats) & ~last_issue
-        disc_left = (c_disc != 0) & ~((c_disc == 1) & discard & self.data.valid)
-        c_finishing = c_active & ~issue_left & ~disc_left
-        with m.If(c_finishing):
-            m.d.sync += c_active.eq(0)
-        # A LANES message hands over to the next one in the cycle of its last beat.
-        c_free = ~c_active | (c_finishing & (c_mode == _Mode.LANES))
+        s1_b = d_rd.data
+
+        # The queue after this cycle's issue.
+        qu = [Signal(ctx_l, name="q0_next"), Signal(ctx_l, name="q1_next")]
+        fin = []
+        for k, (cur, nxt, sel) in enumerate(zip(q, qu, (sel0, sel1), strict=True)):
+            m.d.comb += nxt.eq(cur)
+            with m.If(sel):
+                m.d.comb += [nxt.beat.eq(cur.beat + 1),
+                             nxt.rem.eq(Mux(cur.rem > L, cur.rem - L, 0))]
+            f = Signal(name=f"q{k}_finishing")
+            m.d.comb += f.eq(cur.valid & (nxt.beat >= cur.nbeats))
+            fin.append(f)
+        keep0 = q0.valid & ~fin[0]
+        keep1 = q1.valid & ~fin[1]
+
+        # Payload buffer space comes back in arrival order.
+        with m.If(fin[0]):
+            m.d.comb += free_fin.eq(q0.dbeats + deferred + Mux(fin[1], q1.dbeats, 0))
+            m.d.sync += deferred.eq(0)
+        with m.Elif(fin[1]):
+            m.d.sync += deferred.eq(deferred + q1.dbeats)
 
         # Lane inputs at s1; the meta delay line follows the lanes.
         ar = acc_rd.data
@@ -347,9 +399,10 @@ class SlotTable(wiring.Component):
             m.d.comb += [verdict.eq(V.DUPLICATE), mode.eq(_Mode.DISCARD)]
 
         needs_state = N.verdict == V.ACCEPT
+        room = Mux(mode == _Mode.LANES, ~(keep0 & keep1), ~keep0 & ~keep1)
         decide = Signal()
         m.d.comb += decide.eq(
-            self.desc.valid & ~clearing & c_free & (fresh | ~needs_state)
+            self.desc.valid & ~clearing & room & (fresh | ~needs_state)
             & (~needs_result | (credit >= res_beats)) & self.res_desc.ready)
         m.d.comb += self.desc.ready.eq(decide)
 
@@ -371,23 +424,37 @@ class SlotTable(wiring.Component):
         with m.If(decide & (verdict == V.ACCEPT)):
             m.d.comb += [st_wr.addr.eq(N.slot_abs), st_wr.data.eq(new_state), st_wr.en.eq(1)]
 
+        new = Signal(ctx_l)
+        m.d.comb += [
+            new.valid.eq(mode != _Mode.DISCARD),
+            new.rtx.eq(mode == _Mode.RETRANSMIT),
+            new.copy.eq(Cat(ver, N.slot_abs)),
+            new.slot.eq(N.slot_abs),
+            new.first.eq(fresh_round),
+            new.result.eq(needs_result),
+            new.dtype.eq(hdr.dtype),
+            new.op.eq(hdr.op),
+            new.beat.eq(0),
+            new.nbeats.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats)),
+            new.rem.eq(Mux(mode == _Mode.RETRANSMIT, c.count, hdr.count)),
+            new.start.eq(dptr),
+            new.dbeats.eq(Mux(mode == _Mode.LANES, N.beats, 0)),
+        ]
+        placed = Signal(ctx_l)
         with m.If(decide):
-            m.d.sync += [
-                c_active.eq((mode != _Mode.DISCARD) | (N.beats != 0)),
-                c_mode.eq(mode),
-                c_copy.eq(Cat(ver, N.slot_abs)),
-                c_first.eq(fresh_round),
-                c_result.eq(needs_result),
-                c_dtype.eq(hdr.dtype),
-                c_op.eq(hdr.op),
-                c_beat.eq(0),
-                c_nbeats.eq(Mux(mode == _Mode.DISCARD, 0,
-                                Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats))),
-                c_rem.eq(Mux(mode == _Mode.RETRANSMIT, c.count, hdr.count)),
-                c_disc.eq(Mux(mode == _Mode.LANES, 0, N.beats)),
-            ]
+            m.d.comb += placed.eq(new)
+            m.d.sync += dptr.eq(dptr + N.beats)
+            with m.If(mode != _Mode.LANES):       # its payload is not needed
+                m.d.comb += free_dec.eq(N.beats)
             with m.If(needs_result):
                 m.d.comb += credit_take.eq(res_beats)
+        with m.If(keep0):
+            m.d.sync += [q0.eq(qu[0]), q1.eq(Mux(keep1, qu[1], placed))]
+        with m.Elif(keep1):
+            m.d.sync += [q0.eq(qu[1]), q1.eq(placed)]
+        with m.Else():
+            m.d.sync += [q0.eq(placed), q1.eq(0)]
+        m.d.sync += fp.eq(fp + free_fin + free_dec)
 
         # Verdict and the RESULT descriptor.
         m.d.sync += [self.verdict.valid.eq(decide), self.verdict.payload.code.eq(verdict),
@@ -407,6 +474,6 @@ class SlotTable(wiring.Component):
             m.d.comb += [rd.header.dtype.eq(c.dtype), rd.header.op.eq(c.op),
                          rd.header.count.eq(c.count), rd.header.offset.eq(c.offset)]
 
-        m.d.comb += self.busy.eq(c_active | s1.valid | rb.valid
+        m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s1.valid | rb.valid
                                  | Cat(e.valid for e in dl).any() | clearing)
         return m

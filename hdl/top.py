@@ -7,7 +7,6 @@ from amaranth.back import verilog
 from netagg.hdl.core import NetaggCore
 from netagg.params import Params
 
-
 # Amaranth's netlist is width-correct but Verilator's default lint reads its
 # mixed-width expressions and full-case-free switches as warnings, which are
 # fatal by default. The pragmas are comments to every other tool.

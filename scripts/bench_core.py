@@ -123,6 +123,10 @@ def measure(params: Params, workers: int, messages: list[bytes], fp_stages=None)
     }
 
 
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lanes", type=int, default=8)
@@ -136,7 +140,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     params = Params(lanes=args.lanes, elements=args.elements, workers=args.workers,
                     slots=args.slots, jobs=1, dtypes=("fp32",), ops=("sum",))
-    probe = SlotTable(params, result_beats=params.beats, fp_stages=args.fp_stages)
+    probe = SlotTable(params, result_beats=_pow2(params.beats), data_beats=_pow2(params.beats),
+                      fp_stages=args.fp_stages)
     probe._MustUse__silence = True
     D = probe.loop_latency
     bound = min(1.0, params.elements / (params.lanes * D))
