@@ -31,7 +31,7 @@ from netagg.hdl.slot_table import SlotTable
 from netagg.params import Params
 from netagg.sim.beats import message_to_beats, pack_ingress, unpack_egress
 from netagg.sim.protocol import DType, Header, Op
-from netagg.sim.traffic import contrib
+from netagg.sim.switch import make_contrib
 
 
 def patterns(params: Params, workers: int, rounds: int, window: int, seed: int = 0):
@@ -40,7 +40,7 @@ def patterns(params: Params, workers: int, rounds: int, window: int, seed: int =
 
     def msg(slot, ver, w):
         vals = np.asarray([rng.uniform(-1, 1) for _ in range(K)], dtype=np.float32)
-        return contrib(0, slot, ver, w, DType.FP32, Op.SUM, [int(v) for v in vals.view(np.uint32)])
+        return make_contrib(0, slot, ver, w, vals.view(np.uint32), dtype=DType.FP32, op=Op.SUM)
 
     lock = [msg(s, r % 2, w) for r in range(rounds) for s in range(window) for w in range(workers)]
     hammer = [msg(0, r % 2, w) for r in range(rounds * window) for w in range(workers)]

@@ -13,6 +13,7 @@ from netagg.params import Params
 from netagg.sim.jobs import JobTable
 from netagg.sim.protocol import DType, Header, Op
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
+from netagg.sim.switch import make_contrib
 
 
 def random_values(rng: random.Random, dtype: DType, count: int, specials: float = 0.1):
@@ -33,14 +34,6 @@ def random_values(rng: random.Random, dtype: DType, count: int, specials: float 
     return out
 
 
-def contrib(job, slot, ver, worker, dtype, op, values, offset=0, **hdr) -> bytes:
-    h = Header(job=job, slot=slot, ver=ver, worker=worker, dtype=dtype, op=op,
-               count=len(values), offset=offset, **hdr)
-    size = DType(dtype).size if dtype in (0, 1, 2) else 4
-    return h.pack() + b"".join((v & ((1 << (8 * size)) - 1)).to_bytes(size, "big")
-                               for v in values)
-
-
 def malformed(rng: random.Random, params: Params, jobs: JobTable) -> bytes:
     """One message that the switch must drop before it touches state."""
     job = rng.choice(list(jobs)) if list(jobs) else None
@@ -48,34 +41,34 @@ def malformed(rng: random.Random, params: Params, jobs: JobTable) -> bytes:
     good = dict(job=j, slot=0, ver=0, worker=0, dtype=DType.INT32, op=Op.SUM, values=[1, 2])
     kind = rng.randrange(12)
     if kind == 0:
-        return contrib(**good, version=rng.choice([0, 2, 15]))
+        return make_contrib(**good, version=rng.choice([0, 2, 15]))
     if kind == 1:
-        return contrib(**good, type=1)
+        return make_contrib(**good, type=1)
     if kind == 2:
-        return contrib(**good, reserved=rng.randrange(1, 128))
+        return make_contrib(**good, reserved=rng.randrange(1, 128))
     if kind == 3:
-        return contrib(**good, status=rng.randrange(1, 65536))
+        return make_contrib(**good, status=rng.randrange(1, 65536))
     if kind == 4:
-        return contrib(**{**good, "dtype": rng.randrange(3, 16)})
+        return make_contrib(**{**good, "dtype": rng.randrange(3, 16)})
     if kind == 5:
-        return contrib(**{**good, "op": rng.randrange(3, 16)})
+        return make_contrib(**{**good, "op": rng.randrange(3, 16)})
     if kind == 6:   # count 0, or count > K
         h = Header(job=j, dtype=DType.INT32, count=rng.choice([0, params.elements + 1]))
         return h.pack() + b"\0" * 4 * h.count
     if kind == 7:   # payload length does not match count
-        msg = contrib(**good)
+        msg = make_contrib(**good)
         if rng.random() < 0.5:
             return msg[:-rng.randrange(1, 4)]
         return msg + b"\0" * rng.randrange(1, 9)
     if kind == 8:   # shorter than the header
-        return contrib(**good)[:rng.randrange(0, 16)]
+        return make_contrib(**good)[:rng.randrange(0, 16)]
     if kind == 9:   # bad job: out of range or disabled
         ids = {jj.id for jj in jobs}
         bad = [x for x in range(min(256, params.jobs + 2)) if x not in ids]
-        return contrib(**{**good, "job": rng.choice(bad) if bad else 255})
+        return make_contrib(**{**good, "job": rng.choice(bad) if bad else 255})
     if kind == 10:
-        return contrib(**{**good, "slot": (job.slots if job else 0) + rng.randrange(0, 3)})
-    return contrib(**{**good, "worker": (job.workers if job else 0) + rng.randrange(0, 3)})
+        return make_contrib(**{**good, "slot": (job.slots if job else 0) + rng.randrange(0, 3)})
+    return make_contrib(**{**good, "worker": (job.workers if job else 0) + rng.randrange(0, 3)})
 
 
 def random_traffic(params: Params, jobs: JobTable, n: int, *, seed: int = 0,
@@ -134,7 +127,8 @@ def random_traffic(params: Params, jobs: JobTable, n: int, *, seed: int = 0,
             count = rng.randrange(1, params.elements + 1)    # may happen to match
             rd["todo"].append(worker)                       # it will send again
         values = random_values(rng, rd["dtype"], count)
-        msg = contrib(job.id, slot, rd["ver"], worker, meta[0], meta[1], values, meta[2])
+        msg = make_contrib(job.id, slot, rd["ver"], worker, values, dtype=meta[0], op=meta[1],
+                           offset=meta[2])
         out.append(msg)
         sent[(job.id, slot, rd["ver"], worker)] = msg
         if not rd["todo"]:
