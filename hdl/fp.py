@@ -82,22 +82,36 @@ def _is_inf(fmt: FloatFormat, v) -> Value:
     return (v.exp == fmt.exp_max) & (v.frac == 0)
 
 
-def _lzc(v: Value) -> tuple[Value, Value]:
-    """Leading zeros of ``v`` as a tree: (all zero, count); count is
-    meaningless when all zero."""
+def _lzc(v: Value) -> Value:
+    """Leading zeros of a power-of-two-wide, nonzero ``v``, as a mux tree
+    (no adders)."""
     n = len(v)
-    if n == 1:
-        return ~v[0], Const(0, 1)
-    half = 1 << ((n - 1).bit_length() - 1)   # largest power of two below n
-    lo_w = half                               # low part: `half` bits
-    hi = v[lo_w:]
-    lo = v[:lo_w]
-    hz, hc = _lzc(hi)
-    lz, lc = _lzc(lo)
-    width = (n).bit_length()
-    hi_n = len(hi)
-    # when the high part is all zero: hi_n + count(lo)
-    return hz & lz, Mux(hz, hi_n + lc, hc)[:width]
+    assert n & (n - 1) == 0
+    if n == 2:
+        return ~v[1]
+    half = n // 2
+    hi, lo = v[half:], v[:half]
+    hz = hi == 0
+    return Cat(Mux(hz, _lzc(lo), _lzc(hi)), hz)
+
+
+def _lzc_pad(v: Value) -> Value:
+    """Leading zeros of ``v`` (any width; ``len(v)`` when zero)."""
+    n = len(v)
+    w = 1 << n.bit_length()                  # > n: leaves room for a guard one
+    return _lzc(Cat(Const((1 << (w - n)) - 1, w - n), v))
+
+
+def _gt_const(v: Value, c: int) -> Value:
+    """``v > c`` for a constant ``c``, as plain logic (no carry chain)."""
+    terms = []
+    for i in range(len(v)):
+        if not (c >> i) & 1:
+            hi = v[i + 1:]
+            terms.append(v[i] & (hi == (c >> (i + 1))) if len(hi) else v[i])
+    if c >> len(v):
+        return Const(0)
+    return Cat(*terms) != 0 if terms else Const(0)
 
 
 class _Pipe:
@@ -120,19 +134,24 @@ class _Pipe:
         return out
 
 
-# Cut points of the adder, after each of its five steps:
-#   0 unpack, order operands, specials; 1 far-path alignment, near-path
-#   subtraction; 2 far-path addition, near-path leading-zero count;
-#   3 normalisation and path selection (the raw sum: significand, guard,
-#   sticky, exponent); 4 rounding and packing (the output).
-# A depth of n registers uses the first n cut sets below.
+# Cut points of the adder, after each of its steps:
+#   0 order operands by magnitude, exponent difference, classify specials;
+#   1 far path: alignment shift and sticky bit; near path: subtraction,
+#     shift-limit mask;
+#   2 far path: addition; near path: leading-zero count;
+#   3 normalisation of both paths, path selection: the raw sum as
+#     significand, guard, sticky, biased exponent;
+#   4 rounding increment, overflow;
+#   5 specials, packing: the output.
+# A depth of n registers uses the cut set _ADD_CUTS[n].
 _ADD_CUTS = {
     0: set(),
-    1: {4},
-    2: {3, 4},
-    3: {0, 3, 4},
-    4: {0, 2, 3, 4},
-    5: {0, 1, 2, 3, 4},
+    1: {5},
+    2: {2, 5},
+    3: {1, 3, 5},
+    4: {0, 2, 3, 5},
+    5: {0, 1, 2, 3, 5},
+    6: {0, 1, 2, 3, 4, 5},
 }
 
 
@@ -153,7 +172,7 @@ class FPAdd(wiring.Component):
     addition, at most one bit of normalisation), giving significand, guard
     and sticky bits; then a separate rounding and packing step.
 
-    Timing: ``stages`` pipeline registers (0 to 5; 0 is combinational).
+    Timing: ``stages`` pipeline registers (0 to 6; 0 is combinational).
     Throughput one operation per cycle (initiation interval 1); the result of
     operands presented on a cycle with ``en`` high appears ``latency``
     (= ``stages``) cycles with ``en`` high later; the pipeline holds while
@@ -162,10 +181,12 @@ class FPAdd(wiring.Component):
 
     MAX_STAGES = max(_ADD_CUTS)
 
-    def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 3):
+    def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5):
         if not isinstance(fmt, FloatFormat):
+            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"fmt must be a FloatFormat, not {fmt!r}")
         if not isinstance(stages, int) or not 0 <= stages <= self.MAX_STAGES:
+            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"stages must be an int in 0..{self.MAX_STAGES}, not {stages!r}")
         self._fmt = fmt
         self._stages = stages
@@ -197,49 +218,66 @@ class FPAdd(wiring.Component):
         pipe = _Pipe(m, self.en, _ADD_CUTS[self._stages], "add")
         a, b = self.a, self.b
 
-        # -- step 0: unpack, order by magnitude, classify ------------------
+        # -- step 0: order by magnitude, exponent difference, specials ----
         a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
         a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
         eff_sub = a.sign ^ b.sign
-        a_mag = a.as_value()[:E + F]
-        b_mag = b.as_value()[:E + F]
-        swap = b_mag > a_mag
+        swap = b.as_value()[:E + F] > a.as_value()[:E + F]
+        ea = Cat(a.exp[0] | (a.exp == 0), a.exp[1:])   # effective exponents
+        eb = Cat(b.exp[0] | (b.exp == 0), b.exp[1:])
         x = fmt.layout(Mux(swap, b.as_value(), a.as_value()))
         y = fmt.layout(Mux(swap, a.as_value(), b.as_value()))
-        x_norm, y_norm = x.exp != 0, y.exp != 0
-        ex = Mux(x_norm, x.exp, 1)              # effective exponents
-        ey = Mux(y_norm, y.exp, 1)
-        d = (ex - ey)[:E]                       # >= 0 as |x| >= |y|
+        ex = Mux(swap, eb, ea)
+        # exponent difference d = ex - ey >= 0 (as |x| >= |y|), both ways at
+        # once; alignment shift saturated: a shift >= p+3 moves all of y
+        # into the sticky bit
+        dw = (p + 3).bit_length()
+
+        def sat(diff):
+            diff = diff[:E]
+            return diff[:dw] | Cat(*([diff[dw:] != 0] * dw)) if E > dw else diff
+
+        d_ab, d_ba = ea - eb, eb - ea
         v = pipe.cut(0, {
-            "mx": Cat(x.frac, x_norm), "my": Cat(y.frac, y_norm),
-            "ex": ex, "d": d, "sub": eff_sub, "sign": x.sign,
+            "mx": Cat(x.frac, x.exp != 0), "my": Cat(y.frac, y.exp != 0),
+            "ex": ex, "dc": Mux(swap, sat(d_ba), sat(d_ab)),
+            "near": eff_sub & Mux(swap, d_ba[1:E] == 0, d_ab[1:E] == 0),
+            "d1": d_ab[0],
+            "sub": eff_sub, "sign": x.sign,
             "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
             "inf": a_inf | b_inf,
             "inf_sign": Mux(a_inf, a.sign, b.sign),
         })
 
-        # -- step 1: far-path alignment; near-path subtraction -------------
-        lim = p + 3
-        dc = Mux(v["d"] > lim, lim, v["d"])
-        wide = Cat(Const(0, p + 3), Const(0, 3), v["my"])   # (my << 3) << (p+3)
-        shifted = (wide >> dc)[:2 * (p + 3)]
-        my_al = shifted[p + 3:] | (shifted[:p + 3] != 0)     # sticky in the LSB
-        near = v["sub"] & (v["d"] < 2)
-        x1 = Cat(Const(0, 1), v["mx"])                       # p+1 bits
-        y1 = Mux(v["d"][0], v["my"], Cat(Const(0, 1), v["my"]))
-        s_near = (x1 - y1)[:p + 1]                           # exact, >= 0
-        pass1 = {k: v[k] for k in ("mx", "ex", "sub", "sign", "nan", "inf", "inf_sign")}
-        v = pipe.cut(1, {**pass1, "my_al": my_al, "near": near, "s_near": s_near})
+        # -- step 1: far alignment and sticky; near subtraction ------------
+        my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
+        my_al = (my3 >> v["dc"])[:p + 3]
+        below = Cat(*(_gt_const(v["dc"], i) for i in range(p + 3)))   # bits shifted out
+        sticky = (my3 & below) != 0
+        x1 = Cat(Const(0, 1), v["mx"])                        # p+1 bits
+        y1 = Mux(v["d1"], v["my"], Cat(Const(0, 1), v["my"]))
+        s_near = (x1 - y1)[:p + 1]                            # exact, >= 0
+        # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
+        # that the leading-zero count never exceeds ex-1 (subnormal results)
+        limit = Cat(*(v["ex"] == p + 1 - i for i in range(p + 1)))
+        keep = ("mx", "ex", "sub", "sign", "near", "nan", "inf", "inf_sign")
+        v = pipe.cut(1, {
+            **{k: v[k] for k in keep},
+            "my_al": my_al | sticky, "s_near": s_near, "limit": limit,
+            "zero": x1 == y1,
+        })
 
-        # -- step 2: far-path addition; near-path leading zeros -------------
-        mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))         # p+4 bits
+        # -- step 2: far addition; near leading zeros ----------------------
+        mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
         my3 = Cat(v["my_al"], Const(0, 1))
         s_far = (mx3 + Mux(v["sub"], ~my3, my3) + v["sub"])[:p + 4]
-        zero, lz = _lzc(v["s_near"])
-        shmax = (v["ex"] - 1)[:E]
-        sh = Mux(zero | (lz > shmax), shmax, lz)
-        pass2 = {k: v[k] for k in ("ex", "sub", "sign", "nan", "inf", "inf_sign", "near", "s_near")}
-        v = pipe.cut(2, {**pass2, "s_far": s_far, "sh": sh, "zero": zero})
+        sh = _lzc_pad(v["s_near"] | v["limit"])
+        keep = ("ex", "sub", "sign", "near", "zero", "nan", "inf", "inf_sign", "s_near")
+        v = pipe.cut(2, {
+            **{k: v[k] for k in keep},
+            "s_far": s_far, "sh": sh,
+            "ex_p1": (v["ex"] + 1)[:E + 1], "ex_m1": (v["ex"] - 1)[:E],
+        })
 
         # -- step 3: normalise both paths, select ---------------------------
         s = v["s_far"]
@@ -247,43 +285,51 @@ class FPAdd(wiring.Component):
         f_mant = Signal(p, name="f_mant")
         f_guard = Signal(name="f_guard")
         f_sticky = Signal(name="f_sticky")
-        f_em1 = Signal(E + 1, name="f_em1")                  # exponent - 1
+        f_exp = Signal(E + 1, name="f_exp")          # biased exponent field
         with m.If(carry):
             m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0),
-                         f_em1.eq(v["ex"])]
+                         f_exp.eq(v["ex_p1"])]
         with m.Elif(top | ~v["sub"]):
             m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0),
-                         f_em1.eq(v["ex"] - 1)]
+                         f_exp.eq(Mux(top, v["ex"], 0))]
         with m.Else():
             m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0]),
-                         f_em1.eq(v["ex"] - 2)]
+                         f_exp.eq(v["ex_m1"])]
         n_shifted = (v["s_near"] << v["sh"])[:p + 1]
-        n_em1 = Mux(v["zero"], 0, (v["ex"] - 1 - v["sh"])[:E + 1])
+        n_exp = Mux(n_shifted[p], (v["ex"] - v["sh"])[:E], 0)
         near = v["near"]
         v = pipe.cut(3, {
             "mant": Mux(near, n_shifted[1:], f_mant),
             "guard": Mux(near, n_shifted[0], f_guard),
             "sticky": ~near & f_sticky,
-            "em1": Mux(near, n_em1, f_em1),
+            "exp": Mux(near, n_exp, f_exp),
             "sign": v["sign"] & ~(near & v["zero"]),
             **{k: v[k] for k in ("nan", "inf", "inf_sign")},
         })
 
-        # -- step 4: round to nearest even, pack, specials ------------------
+        # -- step 4: round to nearest even, overflow -----------------------
         inc = v["guard"] & (v["sticky"] | v["mant"][0])
-        packed = ((v["em1"] << F) + v["mant"] + inc)[:E + F + 1]
-        overflow = packed[F:] >= fmt.exp_max
+        packed = (Cat(v["mant"][:F], v["exp"]) + inc)[:E + F + 1]
+        frac_ones = v["mant"][:F] == (1 << F) - 1
+        overflow = (v["exp"] >= fmt.exp_max) | ((v["exp"] == fmt.exp_max - 1) & frac_ones & inc)
+        v = pipe.cut(4, {
+            "packed": packed[:E + F], "overflow": overflow,
+            **{k: v[k] for k in ("sign", "nan", "inf", "inf_sign")},
+        })
+
+        # -- step 5: specials, pack -----------------------------------------
         inf_bits = fmt.exp_max << F
         res = Signal(fmt.width, name="res")
         with m.If(v["nan"]):
             m.d.comb += res.eq(fmt.qnan)
         with m.Elif(v["inf"]):
             m.d.comb += res.eq(Cat(Const(inf_bits, E + F), v["inf_sign"]))
-        with m.Elif(overflow):
+        with m.Elif(v["overflow"]):
             m.d.comb += res.eq(Cat(Const(inf_bits, E + F), v["sign"]))
         with m.Else():
-            m.d.comb += res.eq(Cat(packed[:E + F], v["sign"]))
-        v = pipe.cut(4, {"r": res, "nan": v["nan"], "ovf": ~v["nan"] & ~v["inf"] & overflow})
+            m.d.comb += res.eq(Cat(v["packed"], v["sign"]))
+        v = pipe.cut(5, {"r": res, "nan": v["nan"],
+                         "ovf": ~v["nan"] & ~v["inf"] & v["overflow"]})
 
         m.d.comb += [
             self.r.eq(v["r"]),
@@ -303,6 +349,7 @@ class FPMinMax(wiring.Component):
 
     def __init__(self, fmt: FloatFormat = FP32):
         if not isinstance(fmt, FloatFormat):
+            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"fmt must be a FloatFormat, not {fmt!r}")
         self._fmt = fmt
         super().__init__({

@@ -17,6 +17,7 @@ class IntAdd(wiring.Component):
 
     def __init__(self, width: int = 32):
         if not isinstance(width, int) or width < 2:
+            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"width must be an int >= 2, not {width!r}")
         self._width = width
         super().__init__({"a": In(width), "b": In(width), "r": Out(width), "ovf": Out(1)})
@@ -42,6 +43,7 @@ class IntMinMax(wiring.Component):
 
     def __init__(self, width: int = 32):
         if not isinstance(width, int) or width < 2:
+            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"width must be an int >= 2, not {width!r}")
         self._width = width
         super().__init__({"a": In(width), "b": In(width), "max": In(1), "r": Out(width)})

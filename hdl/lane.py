@@ -30,7 +30,7 @@ LaneOut = data.StructLayout({
     "ovf": unsigned(1),       # finite float sum rounded to inf, or int32 add wrapped
 })
 
-DEFAULT_STAGES = 3
+DEFAULT_STAGES = 5
 """Default floating-point adder depth (see docs/arithmetic.md for Fmax)."""
 
 _DTYPES = {"int32": DType.INT32, "fp32": DType.FP32, "bf16": DType.BF16}
