@@ -29,7 +29,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from netagg.boards.uart import UARTRx, UARTTx
+from netagg.boards.uart import UARTRx, UARTTx, _check_divisor
 from netagg.hdl import layouts
 from netagg.hdl.core import NetaggCore
 from netagg.params import Params
@@ -206,6 +206,13 @@ class CoreBridge(wiring.Component):
         ctrl_reply = Signal(32)
         sync_pending = Signal()
 
+        # The control port is driven from registers (one cycle later than
+        # requested here): defined from the first cycle, also in 4-state
+        # simulators.
+        c_addr, c_wdata, c_we = Signal(16), Signal(32), Signal()
+        m.d.sync += [core.ctrl_addr.eq(c_addr), core.ctrl_wdata.eq(c_wdata),
+                     core.ctrl_we.eq(c_we)]
+
         b = dec.o.payload.data
         byte_ok = dec.o.valid & dec.o.ready & ~dec.o.payload.end
 
@@ -218,8 +225,7 @@ class CoreBridge(wiring.Component):
             with m.Switch(init_i):
                 for n, (addr, value) in enumerate(writes):
                     with m.Case(n):
-                        m.d.comb += [core.ctrl_addr.eq(addr), core.ctrl_wdata.eq(value),
-                                     core.ctrl_we.eq(1)]
+                        m.d.comb += [c_addr.eq(addr), c_wdata.eq(value), c_we.eq(1)]
                 with m.Default():
                     m.d.sync += init_done.eq(1)
             m.d.sync += init_i.eq(init_i + 1)
@@ -305,12 +311,15 @@ class CoreBridge(wiring.Component):
                         m.next = "RECV"
             with m.State("CEXEC"):
                 addr = cbuf[32:48]
-                m.d.comb += [core.ctrl_addr.eq(addr), core.ctrl_wdata.eq(cbuf[:32]),
-                             core.ctrl_we.eq(cbuf[48] & (addr < hu.BRIDGE_BASE))]
+                m.d.comb += [c_addr.eq(addr), c_wdata.eq(cbuf[:32]),
+                             c_we.eq(cbuf[48] & (addr < hu.BRIDGE_BASE))]
                 m.d.sync += ctrl_addr.eq(addr)
                 m.next = "CWAIT"
-            with m.State("CWAIT"):
-                m.d.comb += core.ctrl_addr.eq(ctrl_addr)
+            with m.State("CWAIT"):              # the access reaches the core
+                m.d.comb += c_addr.eq(ctrl_addr)
+                m.next = "CWAIT2"
+            with m.State("CWAIT2"):             # the core registers the read
+                m.d.comb += c_addr.eq(ctrl_addr)
                 m.next = "CCAP"
             with m.State("CCAP"):
                 reply = Signal(32)
@@ -362,6 +371,10 @@ class CoreBridge(wiring.Component):
             return [shreg.eq(value << (8 * (_SHORT_BYTES - nbytes))), nleft.eq(nbytes)]
 
         fb = enc.i
+        # Egress ready from a register: defined from the first cycle, also in
+        # 4-state simulators.
+        want = Signal()
+        m.d.comb += core.o.ready.eq(want)
         with m.FSM(name="tx_fsm"):
             with m.State("IDLE"):
                 with m.If(vq.r_rdy):
@@ -395,12 +408,12 @@ class CoreBridge(wiring.Component):
                 with m.If(fb.ready):
                     m.d.sync += [shreg.eq(shreg << 8), nleft.eq(nleft - 1)]
                     with m.If(nleft == 1):
+                        m.d.sync += want.eq(1)
                         m.next = "LOAD"
             with m.State("LOAD"):
-                m.d.comb += core.o.ready.eq(1)
-                with m.If(core.o.valid):
+                with m.If(core.o.valid & want):
                     m.d.sync += [lanes.eq(core.o.payload.data.as_value()), lane_n.eq(0),
-                                 rb.eq(0), beat_last.eq(core.o.payload.last)]
+                                 rb.eq(0), beat_last.eq(core.o.payload.last), want.eq(0)]
                     m.next = "BODY"
             with m.State("BODY"):
                 cur = lanes[:32]
@@ -417,14 +430,16 @@ class CoreBridge(wiring.Component):
                         with m.If(final):
                             m.next = "IDLE"
                             with m.If(~beat_last):
+                                m.d.sync += want.eq(1)
                                 m.next = "DRAIN"
                         with m.Elif(lane_n == L - 1):
+                            m.d.sync += want.eq(1)
                             m.next = "LOAD"
                     with m.Else():
                         m.d.sync += rb.eq(rb + 1)
             with m.State("DRAIN"):
-                m.d.comb += core.o.ready.eq(1)
-                with m.If(core.o.valid & core.o.payload.last):
+                with m.If(core.o.valid & want & core.o.payload.last):
+                    m.d.sync += want.eq(0)
                     m.next = "IDLE"
         return m
 
@@ -440,7 +455,7 @@ class UARTBridge(wiring.Component):
         self._divisor = divisor
         depth = rx_fifo or max(64, _pow2_at_least(2 * self._bridge.max_frame))
         self._rx_fifo = depth
-        UARTRx(divisor)       # checks the divisor now
+        _check_divisor(divisor)
         super().__init__({
             "rx": In(1, init=1),
             "tx": Out(1, init=1),

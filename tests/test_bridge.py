@@ -7,6 +7,8 @@ with the host tool's client."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -185,21 +187,26 @@ def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
 # ---------------------------------------------------------------- cocotb
 
 
-class _Pins:
-    """cocotb transport for BridgeClient: bytes <-> UART bits on rx/tx."""
-
-
 @pytest.mark.cocotb
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
 def test_uart_bridge_cocotb(tmp_path):
+    """The UART pins of the board top's bridge logic (Verilog, Icarus)."""
+    pytest.importorskip("cocotb_test")
     from cocotb_test.simulator import run
 
     from netagg.boards.tops import write_bridge_verilog
-    params = PARAMS
+
     verilog = tmp_path / "uart_bridge.v"
-    write_bridge_verilog(params, verilog, divisor=4, jobs=None)
+    write_bridge_verilog(PARAMS, verilog, divisor=4)
     here = Path(__file__).parent
-    run(verilog_sources=[str(verilog)], toplevel="uart_bridge", module="bridge_cocotb",
-        python_search=[str(here)], sim_build=str(tmp_path / "sim_build"),
-        timescale="1ns/1ps", simulator="icarus", waves=False,
-        extra_env={"NETAGG_BRIDGE_PARAMS": params.to_dict().__repr__()})
+    env = {"NETAGG_BRIDGE_PARAMS": json.dumps(PARAMS.to_dict()),
+           "NETAGG_BRIDGE_JOBS": JOBS.to_json(), "NETAGG_BRIDGE_DIVISOR": "4",
+           "COCOTB_ANSI_OUTPUT": "0"}
+    saved = {k: os.environ.pop(k) for k in env if k in os.environ}
+    try:
+        run(verilog_sources=[str(verilog)], toplevel="uart_bridge", module="bridge_cocotb",
+            python_search=[str(here)], sim_build=str(tmp_path / "sim_build"),
+            timescale="1ns/1ps", simulator="icarus", extra_env=env,
+            compile_args=["-g2005"])   # Verilog-2005: see ICARUS_ARGS in sim/harness.py
+    finally:
+        os.environ.update(saved)

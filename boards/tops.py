@@ -1,0 +1,97 @@
+"""Board tops (docs/boards.md): the whole design runs in the board's clock
+domain (ULX3S 25 MHz, Colorlight 25 MHz, iCEBreaker 12 MHz).
+
+- ULX3S (LFE5U-85F) and iCEBreaker (iCE40UP5K): :class:`BridgeTop`, the UART
+  bridge on the FTDI serial port; LEDs: ready (job table loaded), busy
+  (core not idle; ULX3S only), error (a bridge counter counted).
+- Colorlight 5A-75B (LFE5U-25F): :class:`SelfTestTop`, the on-chip
+  self-test; its one LED blinks slowly while every pass succeeds, fast
+  once a check failed, and stays dark until the first pass completes.
+"""
+
+from __future__ import annotations
+
+from amaranth.back import verilog
+from amaranth.hdl import Elaboratable, Module, Signal
+
+from netagg.boards.bridge import UARTBridge
+from netagg.boards.selftest import SelfTest
+from netagg.boards.uart import divisor_for
+from netagg.params import Params
+
+
+class BridgeTop(Elaboratable):
+    """A UART bridge on the platform's ``uart`` 0 and LEDs."""
+
+    def __init__(self, params: Params, *, fp_stages=None, jobs=None, baud: int = 115200,
+                 leds=(("led", 0), ("led", 1), ("led", 2))):
+        self.params = params
+        self.fp_stages = fp_stages
+        self.jobs = jobs
+        self.baud = baud
+        self.leds = leds
+
+    def elaborate(self, platform):
+        m = Module()
+        clk_hz = platform.default_clk_frequency
+        bridge = UARTBridge(self.params, divisor_for(clk_hz, self.baud),
+                            fp_stages=self.fp_stages, jobs=self.jobs)
+        m.submodules.bridge = bridge
+        uart = platform.request("uart", 0)
+        m.d.comb += [bridge.rx.eq(uart.rx.i), uart.tx.o.eq(bridge.tx)]
+        for led, sig in zip(self.leds, (bridge.ready, bridge.busy, bridge.error), strict=True):
+            if led is not None:
+                m.d.comb += platform.request(*led).o.eq(sig)
+        return m
+
+
+class SelfTestTop(Elaboratable):
+    """The self-test on the platform's ``led`` 0."""
+
+    def __init__(self, params: Params, *, fp_stages=None):
+        self.params = params
+        self.selftest = SelfTest(params, fp_stages=fp_stages)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.selftest = st = self.selftest
+        blink = Signal(24)
+        m.d.sync += blink.eq(blink + 1)
+        led = platform.request("led", 0)
+        with m.If(st.failed):
+            m.d.comb += led.o.eq(blink[-3])          # ~6 Hz at 25 MHz
+        with m.Elif(st.passes != 0):
+            m.d.comb += led.o.eq(blink[-1])          # ~1.5 Hz
+        return m
+
+
+def make_top(board: str, params: Params, *, fp_stages=None, jobs=None, baud: int = 115200):
+    if board == "ulx3s":
+        return BridgeTop(params, fp_stages=fp_stages, jobs=jobs, baud=baud)
+    if board == "icebreaker":
+        return BridgeTop(params, fp_stages=fp_stages, jobs=jobs, baud=baud,
+                         leds=(("led_g", 0), None, ("led_r", 0)))
+    if board == "colorlight-5a75b":
+        if jobs is not None:
+            raise ValueError("the Colorlight self-test uses its own job table")
+        return SelfTestTop(params, fp_stages=fp_stages)
+    raise ValueError(f"no board top for {board!r}")
+
+
+def selftest_summary(top) -> dict:
+    return top.selftest.summary()
+
+
+def write_bridge_verilog(params: Params, path, *, divisor: int, fp_stages=None, jobs=None):
+    """Verilog of the bridge logic of a board top (module ``uart_bridge``:
+    ``clk``, ``rst``, ``rx``, ``tx``, ``ready``, ``busy``, ``error``), for
+    simulation."""
+    bridge = UARTBridge(params, divisor, fp_stages=fp_stages, jobs=jobs)
+    with open(path, "w") as f:
+        f.write(verilog.convert(bridge, name="uart_bridge", emit_src=False))
+
+
+def write_selftest_verilog(params: Params, path, *, fp_stages=None):
+    st = SelfTest(params, fp_stages=fp_stages)
+    with open(path, "w") as f:
+        f.write(verilog.convert(st, name="netagg_selftest", emit_src=False))
