@@ -252,8 +252,10 @@ def run_core(params: Params, jobs: JobTable, messages: list[bytes], *,
                                      "messages": [m.hex() for m in messages]}))
         failure = None
         try:
-            run_cocotb(params, SIM_MODULE, simulator=simulator, fp_stages=fp_stages,
-                       env={ENV_IO: str(io_in), ENV_OUT: str(io_out)}, quiet=quiet, root=root)
+            xml = run_cocotb(params, SIM_MODULE, simulator=simulator, fp_stages=fp_stages,
+                             env={ENV_IO: str(io_in), ENV_OUT: str(io_out)}, quiet=quiet,
+                             root=root)
+            xml.unlink(missing_ok=True)       # do not pile up in the build cache
         except SimError as e:
             failure = e
         out = json.loads(io_out.read_text()) if io_out.exists() else {}
