@@ -30,8 +30,10 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from netagg.params import Params
@@ -222,6 +224,7 @@ def _run(sim, quiet: bool):
     and printed (the last lines) only if it fails."""
     log = sim.logger
     capture = _Capture()
+    handlers = (sim.old_sigint_h, sim.old_sigterm_h)    # cocotb-test replaces them
     if quiet:
         log.addHandler(capture)
         propagate, log.propagate = log.propagate, False
@@ -235,6 +238,9 @@ def _run(sim, quiet: bool):
         if quiet:
             log.removeHandler(capture)
             log.propagate = propagate
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, handlers[0])
+            signal.signal(signal.SIGTERM, handlers[1])
 
 
 # -- netagg sim ---------------------------------------------------------------
