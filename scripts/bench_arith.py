@@ -72,17 +72,14 @@ def configs():
     for stages in range(1, FPAdd.MAX_STAGES + 1):
         out.append((f"bf16_add_s{stages}", "bf16 adder", stages,
                     lambda s=stages: FPAdd(BF16, stages=s)))
-    for stages in (2, 3, 4):
-        out.append((f"lane_all_fp32acc_s{stages}", "lane int32+fp32+bf16, sum/min/max, "
-                    "bf16 acc fp32", stages, lambda s=stages: Lane(stages=s)))
-    for stages in (2, 3):
-        out.append((f"lane_all_bf16acc_s{stages}", "lane int32+fp32+bf16, sum/min/max, "
-                    "bf16 acc bf16", stages,
-                    lambda s=stages: Lane(stages=s, bf16_accumulate="bf16")))
-    out.append(("lane_fp32_sum_s3", "lane fp32 sum only", 3,
-                lambda: Lane(dtypes=("fp32",), ops=("sum",), stages=3)))
-    out.append(("lane_bf16_sum_bf16acc_s2", "lane bf16 sum only, bf16 acc", 2,
-                lambda: Lane(dtypes=("bf16",), ops=("sum",), bf16_accumulate="bf16", stages=2)))
+    out.append(("lane_all_fp32acc_s5", "lane int32+fp32+bf16, sum/min/max, bf16 acc fp32", 5,
+                lambda: Lane(stages=5)))
+    out.append(("lane_all_bf16acc_s5", "lane int32+fp32+bf16, sum/min/max, bf16 acc bf16", 5,
+                lambda: Lane(stages=5, bf16_accumulate="bf16")))
+    out.append(("lane_fp32_sum_s5", "lane fp32 sum only", 5,
+                lambda: Lane(dtypes=("fp32",), ops=("sum",), stages=5)))
+    out.append(("lane_bf16_sum_bf16acc_s5", "lane bf16 sum only, bf16 acc", 5,
+                lambda: Lane(dtypes=("bf16",), ops=("sum",), bf16_accumulate="bf16", stages=5)))
     return out
 
 
@@ -137,7 +134,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--only", nargs="*", help="configuration names (prefix match)")
-    ap.add_argument("--seeds", type=int, default=2, help="nextpnr seeds per configuration")
+    ap.add_argument("--seeds", type=int, default=1, help="nextpnr seeds per configuration")
     ap.add_argument("--freq", type=float, default=250.0, help="nextpnr target MHz")
     ap.add_argument("--keep", type=Path, help="keep the build files in this folder")
     args = ap.parse_args(argv)

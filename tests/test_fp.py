@@ -106,11 +106,11 @@ def test_add_specials(fmt, table):
     check_add(fmt, a, b, run_adder(dut, a, b))
 
 
-@pytest.mark.parametrize("stages", [0, 2, 3, 5, 6])
+@pytest.mark.parametrize("stages", [0, 2, 4, 6])
 @pytest.mark.parametrize("fmt", [FP32, BF16], ids=["fp32", "bf16"])
 def test_add_random(fmt, stages):
     rng = np.random.default_rng(stages * 2 + (fmt is BF16))
-    n = 1500 if stages >= 3 else 200      # shallow pipelines simulate slowly
+    n = 1500 if stages >= 3 else (300 if stages else 60)  # shallow pipelines simulate slowly
     a, b = rand_pairs(rng, n, fmt)
     dut = FPAdd(fmt, stages=stages)
     assert dut.latency == stages
