@@ -135,7 +135,7 @@ class SlotTable(wiring.Component):
     @property
     def loop_latency(self) -> int:
         """Cycles from reading a beat's accumulators to writing them back."""
-        return self._lane_latency + 1
+        return self._lane_latency + 2
 
     def elaborate(self, platform):
         m = Module()
@@ -173,14 +173,24 @@ class SlotTable(wiring.Component):
         credit = Signal(range(self._result_beats + 1), init=self._result_beats)
         credit_take = Signal(range(self._result_beats + 1))
         credit_back = Mux(self.res_free.valid, self.res_free.payload, 0)
-        m.d.sync += credit.eq(credit - credit_take + credit_back)
+        credit_next = Signal(range(self._result_beats + 1))
+        credit_ok = Signal(init=1)   # room for a full RESULT (registered)
+        m.d.comb += credit_next.eq(credit - credit_take + credit_back)
+        m.d.sync += [credit.eq(credit_next), credit_ok.eq(credit_next >= B)]
 
         # ---------------- the message at the head: state lookup ----------------
         N = self.desc.payload
         hdr = N.header
         m.d.comb += [st_rd.addr.eq(N.slot_abs), st_rd.en.eq(1)]
-        fresh = Signal()   # st_rd.data is the state of N's slot (N was at the head last cycle)
-        m.d.sync += fresh.eq(self.desc.valid & ~self.desc.ready & ~clearing)
+        # Cycles N has been at the head, saturating at 3: the state read for it
+        # is registered (1), its decision terms are registered (2), and a
+        # decision needs them (3). Decisions are thus at least 4 cycles apart,
+        # and the write of one is seen by the read for the next.
+        age = Signal(2)
+        with m.If(~self.desc.valid | self.desc.ready | clearing):
+            m.d.sync += age.eq(0)
+        with m.Elif(age != 3):
+            m.d.sync += age.eq(age + 1)
 
         # ---------------- payload buffer ----------------
         # Payload beats in arrival order, read by address: a message can
@@ -211,8 +221,8 @@ class SlotTable(wiring.Component):
             "valid": unsigned(1), "rtx": unsigned(1), "copy": range(2 * S),
             "slot": unsigned(16), "first": unsigned(1), "result": unsigned(1),
             "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(16),
-            "nbeats": unsigned(16), "rem": unsigned(17), "start": unsigned(dbits + 1),
-            "dbeats": unsigned(16),
+            "nbeats": unsigned(16), "lastb": unsigned(16), "rem": unsigned(17),
+            "aaddr": acc_rd.addr.shape(), "daddr": unsigned(dbits), "dbeats": unsigned(16),
         })
         q = [Signal(ctx_l, name="q0"), Signal(ctx_l, name="q1")]
         deferred = Signal(17)        # freed beats of messages that overtook q0
@@ -227,11 +237,16 @@ class SlotTable(wiring.Component):
         s1 = Signal(meta_layout())
         s1_dtype = Signal(layouts.DType)
         s1_op = Signal(layouts.Op)
+        s2 = Signal(meta_layout())    # RAM outputs registered: the lanes' inputs
+        s2_dtype = Signal(layouts.DType)
+        s2_op = Signal(layouts.Op)
         dl = [Signal(meta_layout(), name=f"d{k}") for k in range(D)]
-        pending = [s1] + dl[:D - 1]
+        # Entries whose write-back is still ahead (the last one writes this
+        # cycle, and the read port is transparent to it).
+        pending = [s1, s2] + dl[:D - 1]
         lanes_busy = Signal()
         m.d.comb += lanes_busy.eq(0)
-        for e in [s1] + dl:
+        for e in [s1, s2] + dl:
             with m.If(e.valid & ~e.rtx):
                 m.d.comb += lanes_busy.eq(1)
 
@@ -239,13 +254,13 @@ class SlotTable(wiring.Component):
         for k, e in enumerate(q):
             a = Signal(acc_rd.addr.shape(), name=f"q{k}_addr")
             h = Signal(name=f"q{k}_hazard")
-            m.d.comb += [a.eq(e.copy * B + e.beat), h.eq(0)]
+            m.d.comb += [a.eq(e.aaddr), h.eq(0)]
             for pe in pending:
                 with m.If(pe.valid & ~pe.rtx & (pe.addr == a)):
                     m.d.comb += h.eq(1)
             addrs.append(a)
             haz.append(h)
-            left.append(e.valid & (e.beat < e.nbeats))
+            left.append(e.valid)          # a queued message has beats left
         q0, q1 = q
         cand0 = left[0] & ~q0.rtx & ~haz[0]
         rtx0 = left[0] & q0.rtx & ~lanes_busy
@@ -271,13 +286,13 @@ class SlotTable(wiring.Component):
         for i in range(L):
             m.d.comb += mask[i].eq(e.rem > i)
         m.d.comb += [acc_rd.addr.eq(e_addr), acc_rd.en.eq(1),
-                     d_rd.addr.eq((e.start + e.beat)[:dbits]), d_rd.en.eq(1)]
+                     d_rd.addr.eq(e.daddr), d_rd.en.eq(1)]
         m.d.sync += [
             s1.valid.eq(issue_lanes | issue_rtx),
             s1.rtx.eq(issue_rtx),
             s1.addr.eq(e_addr),
             s1.mask.eq(mask),
-            s1.last.eq(e.beat == e.nbeats - 1),
+            s1.last.eq(e.beat == e.lastb),
             s1.first.eq(e.first),
             s1.result.eq(e.result),
             s1_dtype.eq(e.dtype),
@@ -291,10 +306,11 @@ class SlotTable(wiring.Component):
         for k, (cur, nxt, sel) in enumerate(zip(q, qu, (sel0, sel1), strict=True)):
             m.d.comb += nxt.eq(cur)
             with m.If(sel):
-                m.d.comb += [nxt.beat.eq(cur.beat + 1),
+                m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.aaddr.eq(cur.aaddr + 1),
+                             nxt.daddr.eq(cur.daddr + 1),
                              nxt.rem.eq(Mux(cur.rem > L, cur.rem - L, 0))]
             f = Signal(name=f"q{k}_finishing")
-            m.d.comb += f.eq(cur.valid & (nxt.beat >= cur.nbeats))
+            m.d.comb += f.eq(cur.valid & sel & (cur.beat == cur.lastb))
             fin.append(f)
         keep0 = q0.valid & ~fin[0]
         keep1 = q1.valid & ~fin[1]
@@ -306,21 +322,25 @@ class SlotTable(wiring.Component):
         with m.Elif(fin[1]):
             m.d.sync += deferred.eq(deferred + q1.dbeats)
 
-        # Lane inputs at s1; the meta delay line follows the lanes.
+        # s2: the RAM outputs, registered; lane inputs. The meta delay line
+        # follows the lanes.
         ar = acc_rd.data
+        a_r = Signal(acc_word(p))
+        b_r = Signal(payload_beat(p))
+        m.d.sync += [s2.eq(s1), s2_dtype.eq(s1_dtype), s2_op.eq(s1_op), a_r.eq(ar), b_r.eq(s1_b)]
+        with m.If(s1.rtx):
+            m.d.sync += s2.valid.eq(0)
         for i, lane in enumerate(lanes):
             m.d.comb += [
-                lane.i.valid.eq(s1.valid & ~s1.rtx),
-                lane.i.payload.a.eq(ar.data[i]),
-                lane.i.payload.b.eq(s1_b[i]),
-                lane.i.payload.dtype.eq(s1_dtype),
-                lane.i.payload.op.eq(s1_op),
-                lane.i.payload.first.eq(s1.first),
+                lane.i.valid.eq(s2.valid),
+                lane.i.payload.a.eq(a_r.data[i]),
+                lane.i.payload.b.eq(b_r[i]),
+                lane.i.payload.dtype.eq(s2_dtype),
+                lane.i.payload.op.eq(s2_op),
+                lane.i.payload.first.eq(s2.first),
             ]
         if D:
-            m.d.sync += [dl[0].eq(s1), dl[0].nan.eq(ar.nan), dl[0].ovf.eq(ar.ovf)]
-            with m.If(s1.rtx):
-                m.d.sync += dl[0].valid.eq(0)
+            m.d.sync += [dl[0].eq(s2), dl[0].nan.eq(a_r.nan), dl[0].ovf.eq(a_r.ovf)]
             for k in range(1, D):
                 m.d.sync += dl[k].eq(dl[k - 1])
             out = dl[D - 1]
@@ -357,7 +377,8 @@ class SlotTable(wiring.Component):
                          rb.payload.last.eq(s1.last), rb.payload.data.eq(ar.data)]
 
         # ---------------- the decision for N ----------------
-        st = st_rd.data
+        st = Signal(slot_state(p))
+        m.d.sync += st.eq(st_rd.data)
         ver = hdr.ver
         c = st[ver]
         o = st[~ver]
@@ -381,29 +402,38 @@ class SlotTable(wiring.Component):
         else:
             m.d.comb += [pkt_beats.eq(hdr.count), c_beats.eq(c.count)]
 
+        # The decision terms, registered (valid once age >= 2 for the state).
+        verdict_c = Signal(V)
+        mode_c = Signal(2)
+        needs_result_c = Signal()
+        res_beats_c = Signal(16)
         verdict = Signal(V)
         mode = Signal(2)
         needs_result = Signal()
         res_beats = Signal(16)
+        m.d.sync += [verdict.eq(verdict_c), mode.eq(mode_c), needs_result.eq(needs_result_c),
+                     res_beats.eq(res_beats_c)]
         with m.If(N.verdict != V.ACCEPT):
-            m.d.comb += [verdict.eq(N.verdict), mode.eq(_Mode.DISCARD)]
+            m.d.comb += [verdict_c.eq(N.verdict), mode_c.eq(_Mode.DISCARD)]
         with m.Elif(is_new & open_copy & meta_diff):
-            m.d.comb += [verdict.eq(V.MISMATCH), mode.eq(_Mode.DISCARD)]
+            m.d.comb += [verdict_c.eq(V.MISMATCH), mode_c.eq(_Mode.DISCARD)]
         with m.Elif(is_new):
-            m.d.comb += [verdict.eq(V.ACCEPT), mode.eq(_Mode.LANES),
-                         needs_result.eq(complete), res_beats.eq(pkt_beats)]
+            m.d.comb += [verdict_c.eq(V.ACCEPT), mode_c.eq(_Mode.LANES),
+                         needs_result_c.eq(complete), res_beats_c.eq(pkt_beats)]
         with m.Elif(c.done):
-            m.d.comb += [verdict.eq(V.RETRANSMIT), mode.eq(_Mode.RETRANSMIT),
-                         needs_result.eq(1), res_beats.eq(c_beats)]
+            m.d.comb += [verdict_c.eq(V.RETRANSMIT), mode_c.eq(_Mode.RETRANSMIT),
+                         needs_result_c.eq(1), res_beats_c.eq(c_beats)]
         with m.Else():
-            m.d.comb += [verdict.eq(V.DUPLICATE), mode.eq(_Mode.DISCARD)]
+            m.d.comb += [verdict_c.eq(V.DUPLICATE), mode_c.eq(_Mode.DISCARD)]
 
         needs_state = N.verdict == V.ACCEPT
-        room = Mux(mode == _Mode.LANES, ~(keep0 & keep1), ~keep0 & ~keep1)
+        # Only registered terms: a combine needs a free second queue entry,
+        # anything else an empty queue.
+        room = Mux(mode == _Mode.LANES, ~q1.valid, ~q0.valid & ~q1.valid)
         decide = Signal()
         m.d.comb += decide.eq(
-            self.desc.valid & ~clearing & room & (fresh | ~needs_state)
-            & (~needs_result | (credit >= res_beats)) & self.res_desc.ready)
+            self.desc.valid & ~clearing & room & Mux(needs_state, age == 3, age != 0)
+            & (~needs_result | credit_ok) & self.res_desc.ready)
         m.d.comb += self.desc.ready.eq(decide)
 
         new_state = Signal(slot_state(p))
@@ -436,8 +466,10 @@ class SlotTable(wiring.Component):
             new.op.eq(hdr.op),
             new.beat.eq(0),
             new.nbeats.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats)),
+            new.lastb.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats) - 1),
             new.rem.eq(Mux(mode == _Mode.RETRANSMIT, c.count, hdr.count)),
-            new.start.eq(dptr),
+            new.aaddr.eq(Cat(ver, N.slot_abs) * B),
+            new.daddr.eq(dptr[:dbits]),
             new.dbeats.eq(Mux(mode == _Mode.LANES, N.beats, 0)),
         ]
         placed = Signal(ctx_l)
@@ -474,6 +506,7 @@ class SlotTable(wiring.Component):
             m.d.comb += [rd.header.dtype.eq(c.dtype), rd.header.op.eq(c.op),
                          rd.header.count.eq(c.count), rd.header.offset.eq(c.offset)]
 
-        m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s1.valid | rb.valid
+        m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s1.valid | s2.valid
+                                 | rb.valid
                                  | Cat(e.valid for e in dl).any() | clearing)
         return m

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
@@ -39,7 +40,8 @@ class Validator(wiring.Component):
     turns out wrong is reported as bad_length with the number of beats it
     wrote (``desc.beats``), which the consumer discards.
 
-    The job table is sampled on a message's first beat. Throughput: one beat
+    The job table is sampled as a message's first beat enters (the checks
+    are registered with the beat in a small FIFO). Throughput: one beat
     per cycle while ``desc`` and ``data`` accept.
     """
 
@@ -59,8 +61,8 @@ class Validator(wiring.Component):
         m = Module()
         p = self._params
         L, K = p.lanes, p.elements
-        beat = self.i.payload
-        hdr = beat.header
+        ibeat = self.i.payload
+        hdr = ibeat.header
 
         # ---- checks on the first beat (header, length and the job table) ----
         dtype_ok = Signal()
@@ -81,12 +83,12 @@ class Validator(wiring.Component):
         m.d.comb += self.job_id.eq(hdr.job)
         job = self.job
         verdict = Signal(layouts.Verdict)
-        with m.If(beat.length < protocol.HEADER_BYTES):
+        with m.If(ibeat.length < protocol.HEADER_BYTES):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
         with m.Elif((hdr.version != protocol.VERSION) | (hdr.type != layouts.MsgType.CONTRIB)
                     | (hdr.reserved != 0) | (hdr.status != 0) | ~dtype_ok | ~op_ok):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_HEADER)
-        with m.Elif((hdr.count == 0) | (hdr.count > K) | (beat.length != expect_len)):
+        with m.Elif((hdr.count == 0) | (hdr.count > K) | (ibeat.length != expect_len)):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
         with m.Elif(~self.job_valid | ~job.enable):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_JOB)
@@ -99,6 +101,31 @@ class Validator(wiring.Component):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_WORKER)
         with m.Else():
             m.d.comb += verdict.eq(layouts.Verdict.ACCEPT)
+
+        # The checks travel with the beat through a small FIFO, so the
+        # job table lookup and the comparisons end in a register.
+        checked_l = data.StructLayout({
+            "beat": layouts.ingress_beat(L),
+            "verdict": layouts.Verdict,
+            "expect": unsigned(16),
+            "slot_abs": unsigned(16),
+            "workers": unsigned(8),
+        })
+        m.submodules.checked = checked = SyncFIFOBuffered(width=checked_l.size, depth=4)
+        cin = data.View(checked_l, checked.w_data)
+        m.d.comb += [
+            cin.beat.eq(ibeat),
+            cin.verdict.eq(verdict),
+            cin.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
+            cin.slot_abs.eq((job.base + hdr.slot)[:16]),
+            cin.workers.eq(job.workers),
+            checked.w_en.eq(self.i.valid),
+            self.i.ready.eq(checked.w_rdy),
+        ]
+        cout = data.View(checked_l, checked.r_data)
+        beat = cout.beat
+        hdr = beat.header
+        beat_valid = checked.r_rdy
 
         # ---- per-message state, held from the first beat ----
         in_msg = Signal()            # a beat of this message has been seen
@@ -113,8 +140,8 @@ class Validator(wiring.Component):
         cur_written = Signal(16)
         with m.If(first):
             m.d.comb += [
-                cur_verdict.eq(verdict),
-                cur_expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
+                cur_verdict.eq(cout.verdict),
+                cur_expect.eq(cout.expect),
                 cur_seen.eq(0),
                 cur_written.eq(0),
             ]
@@ -136,20 +163,19 @@ class Validator(wiring.Component):
         need_data = write_beat
         need_desc = beat.last
         can = (~need_data | self.data.ready) & (~need_desc | self.desc.ready)
-        m.d.comb += self.i.ready.eq(can)
+        m.d.comb += checked.r_en.eq(can)
         m.d.comb += [
             self.data.payload.eq(beat.data),
-            self.data.valid.eq(self.i.valid & need_data & (~need_desc | self.desc.ready)),
-            self.desc.valid.eq(self.i.valid & need_desc & (~need_data | self.data.ready)),
+            self.data.valid.eq(beat_valid & need_data & (~need_desc | self.desc.ready)),
+            self.desc.valid.eq(beat_valid & need_desc & (~need_data | self.data.ready)),
             self.desc.payload.verdict.eq(final_verdict),
             self.desc.payload.header.eq(Mux(first, hdr, held.header)),
             self.desc.payload.tag.eq(Mux(first, beat.tag, held.tag)),
-            self.desc.payload.slot_abs.eq(Mux(first, (job.base + hdr.slot)[:16],
-                                                    held.slot_abs)),
-            self.desc.payload.workers.eq(Mux(first, job.workers, held.workers)),
+            self.desc.payload.slot_abs.eq(Mux(first, cout.slot_abs, held.slot_abs)),
+            self.desc.payload.workers.eq(Mux(first, cout.workers, held.workers)),
             self.desc.payload.beats.eq(cur_written + write_beat),
         ]
-        with m.If(self.i.valid & self.i.ready):
+        with m.If(beat_valid & can):
             with m.If(beat.last):
                 m.d.sync += in_msg.eq(0)
             with m.Else():
@@ -165,9 +191,9 @@ class Validator(wiring.Component):
                     m.d.sync += [
                         held.header.eq(hdr),
                         held.tag.eq(beat.tag),
-                        held.slot_abs.eq((job.base + hdr.slot)[:16]),
-                        held.workers.eq(job.workers),
+                        held.slot_abs.eq(cout.slot_abs),
+                        held.workers.eq(cout.workers),
                     ]
-        m.d.comb += self.busy.eq(in_msg)
+        m.d.comb += self.busy.eq(in_msg | checked.r_rdy | (checked.level != 0))
         return m
 
