@@ -135,7 +135,7 @@ class SlotTable(wiring.Component):
     @property
     def loop_latency(self) -> int:
         """Cycles from reading a beat's accumulators to writing them back."""
-        return self._lane_latency + 2
+        return self._lane_latency + 3
 
     def elaborate(self, platform):
         m = Module()
@@ -223,30 +223,37 @@ class SlotTable(wiring.Component):
             "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(16),
             "nbeats": unsigned(16), "lastb": unsigned(16), "rem": unsigned(17),
             "aaddr": acc_rd.addr.shape(), "daddr": unsigned(dbits), "dbeats": unsigned(16),
+            "done": unsigned(1),      # every beat issued; leaves the queue next cycle
+            "blocked": unsigned(1),   # may not overtake the entry ahead of it
         })
         q = [Signal(ctx_l, name="q0"), Signal(ctx_l, name="q1")]
         deferred = Signal(17)        # freed beats of messages that overtook q0
 
-        # Pipeline registers: s1 (accumulators being read), then D lane stages.
+        # Pipeline registers: s0 (RAM addresses), s1 (RAMs being read), s2
+        # (RAM outputs registered: the lanes' inputs), then D lane stages.
         def meta_layout():
             return data.StructLayout({
                 "valid": unsigned(1), "rtx": unsigned(1), "addr": acc_rd.addr.shape(),
                 "mask": unsigned(L), "last": unsigned(1), "first": unsigned(1),
                 "result": unsigned(1), "nan": unsigned(1), "ovf": unsigned(1),
             })
+        s0 = Signal(meta_layout())
+        s0_dtype = Signal(layouts.DType)
+        s0_op = Signal(layouts.Op)
+        s0_daddr = Signal(dbits)
         s1 = Signal(meta_layout())
         s1_dtype = Signal(layouts.DType)
         s1_op = Signal(layouts.Op)
-        s2 = Signal(meta_layout())    # RAM outputs registered: the lanes' inputs
+        s2 = Signal(meta_layout())
         s2_dtype = Signal(layouts.DType)
         s2_op = Signal(layouts.Op)
         dl = [Signal(meta_layout(), name=f"d{k}") for k in range(D)]
         # Entries whose write-back is still ahead (the last one writes this
         # cycle, and the read port is transparent to it).
-        pending = [s1, s2] + dl[:D - 1]
+        pending = [s0, s1, s2] + dl[:D - 1]
         lanes_busy = Signal()
         m.d.comb += lanes_busy.eq(0)
-        for e in [s1, s2] + dl:
+        for e in [s0, s1, s2] + dl:
             with m.If(e.valid & ~e.rtx):
                 m.d.comb += lanes_busy.eq(1)
 
@@ -260,13 +267,12 @@ class SlotTable(wiring.Component):
                     m.d.comb += h.eq(1)
             addrs.append(a)
             haz.append(h)
-            left.append(e.valid)          # a queued message has beats left
+            left.append(e.valid & ~e.done)
         q0, q1 = q
         cand0 = left[0] & ~q0.rtx & ~haz[0]
         rtx0 = left[0] & q0.rtx & ~lanes_busy
         # q1 overtakes only a stalled combine of another slot, and two RESULTs never interleave.
-        cand1 = (left[1] & ~q1.rtx & ~haz[1] & ~q0.rtx & (q1.slot != q0.slot)
-                 & ~(q0.result & q1.result))
+        cand1 = left[1] & ~q1.rtx & ~haz[1] & (~q1.blocked | ~left[0])
         sel0 = Signal()
         sel1 = Signal()
         issue_lanes = Signal()
@@ -285,19 +291,21 @@ class SlotTable(wiring.Component):
         mask = Signal(L)
         for i in range(L):
             m.d.comb += mask[i].eq(e.rem > i)
-        m.d.comb += [acc_rd.addr.eq(e_addr), acc_rd.en.eq(1),
-                     d_rd.addr.eq(e.daddr), d_rd.en.eq(1)]
         m.d.sync += [
-            s1.valid.eq(issue_lanes | issue_rtx),
-            s1.rtx.eq(issue_rtx),
-            s1.addr.eq(e_addr),
-            s1.mask.eq(mask),
-            s1.last.eq(e.beat == e.lastb),
-            s1.first.eq(e.first),
-            s1.result.eq(e.result),
-            s1_dtype.eq(e.dtype),
-            s1_op.eq(e.op),
+            s0.valid.eq(issue_lanes | issue_rtx),
+            s0.rtx.eq(issue_rtx),
+            s0.addr.eq(e_addr),
+            s0.mask.eq(mask),
+            s0.last.eq(e.beat == e.lastb),
+            s0.first.eq(e.first),
+            s0.result.eq(e.result),
+            s0_dtype.eq(e.dtype),
+            s0_op.eq(e.op),
+            s0_daddr.eq(e.daddr),
         ]
+        m.d.comb += [acc_rd.addr.eq(s0.addr), acc_rd.en.eq(1),
+                     d_rd.addr.eq(s0_daddr), d_rd.en.eq(1)]
+        m.d.sync += [s1.eq(s0), s1_dtype.eq(s0_dtype), s1_op.eq(s0_op)]
         s1_b = d_rd.data
 
         # The queue after this cycle's issue.
@@ -309,11 +317,14 @@ class SlotTable(wiring.Component):
                 m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.aaddr.eq(cur.aaddr + 1),
                              nxt.daddr.eq(cur.daddr + 1),
                              nxt.rem.eq(Mux(cur.rem > L, cur.rem - L, 0))]
-            f = Signal(name=f"q{k}_finishing")
-            m.d.comb += f.eq(cur.valid & sel & (cur.beat == cur.lastb))
+                with m.If(cur.beat == cur.lastb):
+                    m.d.comb += nxt.done.eq(1)
+            f = Signal(name=f"q{k}_leaving")
+            m.d.comb += f.eq(cur.valid & cur.done)
             fin.append(f)
-        keep0 = q0.valid & ~fin[0]
-        keep1 = q1.valid & ~fin[1]
+        # Entries leave the cycle after their last beat: only registers decide.
+        keep0 = q0.valid & ~q0.done
+        keep1 = q1.valid & ~q1.done
 
         # Payload buffer space comes back in arrival order.
         with m.If(fin[0]):
@@ -427,9 +438,9 @@ class SlotTable(wiring.Component):
             m.d.comb += [verdict_c.eq(V.DUPLICATE), mode_c.eq(_Mode.DISCARD)]
 
         needs_state = N.verdict == V.ACCEPT
-        # Only registered terms: a combine needs a free second queue entry,
-        # anything else an empty queue.
-        room = Mux(mode == _Mode.LANES, ~q1.valid, ~q0.valid & ~q1.valid)
+        # Only registered terms: a combine needs a free queue entry, anything
+        # else an empty queue.
+        room = Mux(mode == _Mode.LANES, ~(keep0 & keep1), ~keep0 & ~keep1)
         decide = Signal()
         m.d.comb += decide.eq(
             self.desc.valid & ~clearing & room & Mux(needs_state, age == 3, age != 0)
@@ -472,6 +483,12 @@ class SlotTable(wiring.Component):
             new.daddr.eq(dptr[:dbits]),
             new.dbeats.eq(Mux(mode == _Mode.LANES, N.beats, 0)),
         ]
+        # Behind a message of the same slot, a retransmission, or (for a
+        # RESULT) another RESULT, a combine waits its turn.
+        ahead = Signal(ctx_l)
+        m.d.comb += ahead.eq(Mux(keep0, q0, q1))
+        m.d.comb += new.blocked.eq((ahead.slot == N.slot_abs) | ahead.rtx
+                                   | (ahead.result & needs_result))
         placed = Signal(ctx_l)
         with m.If(decide):
             m.d.comb += placed.eq(new)
@@ -506,7 +523,8 @@ class SlotTable(wiring.Component):
             m.d.comb += [rd.header.dtype.eq(c.dtype), rd.header.op.eq(c.op),
                          rd.header.count.eq(c.count), rd.header.offset.eq(c.offset)]
 
-        m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s1.valid | s2.valid
+        m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s0.valid | s1.valid
+                                 | s2.valid
                                  | rb.valid
                                  | Cat(e.valid for e in dl).any() | clearing)
         return m
