@@ -204,9 +204,11 @@ class SlotTable(wiring.Component):
         fp = Signal(dbits + 1)       # beats freed
         dptr = Signal(dbits + 1)     # first beat of the message at the FIFO head
         occupancy = Signal(dbits + 1)
+        data_room = Signal()         # registered: a beat written now still fits
+        m.d.sync += data_room.eq(occupancy < DB - 1)
         m.d.comb += [
             occupancy.eq(wp - fp),
-            self.data.ready.eq(occupancy < DB),
+            self.data.ready.eq(data_room),
             d_wr.addr.eq(wp[:dbits]),
             d_wr.data.eq(self.data.payload),
             d_wr.en.eq(self.data.valid & self.data.ready),

@@ -130,31 +130,27 @@ class Validator(wiring.Component):
         # ---- per-message state, held from the first beat ----
         in_msg = Signal()            # a beat of this message has been seen
         held = Signal(descriptor(self._params))
-        expect_beats = Signal(16)    # ceil(count / L), for accepted messages
-        seen = Signal(16)            # beats seen so far (saturating)
+        remaining = Signal(16)       # beats still expected after those seen (floor 0)
 
         first = ~in_msg
         cur_verdict = Signal(layouts.Verdict)
-        cur_expect = Signal(16)
-        cur_seen = Signal(16)        # beats seen before this one
+        cur_left = Signal(16)        # beats expected from this one on
         cur_written = Signal(16)
         with m.If(first):
             m.d.comb += [
                 cur_verdict.eq(cout.verdict),
-                cur_expect.eq(cout.expect),
-                cur_seen.eq(0),
+                cur_left.eq(cout.expect),
                 cur_written.eq(0),
             ]
         with m.Else():
             m.d.comb += [
                 cur_verdict.eq(held.verdict),
-                cur_expect.eq(expect_beats),
-                cur_seen.eq(seen),
+                cur_left.eq(remaining),
                 cur_written.eq(held.beats),
             ]
-        write_beat = (cur_verdict == layouts.Verdict.ACCEPT) & (cur_seen < cur_expect)
+        write_beat = (cur_verdict == layouts.Verdict.ACCEPT) & (cur_left != 0)
         final_verdict = Signal(layouts.Verdict)
-        with m.If((cur_verdict == layouts.Verdict.ACCEPT) & (cur_seen + 1 != cur_expect)):
+        with m.If((cur_verdict == layouts.Verdict.ACCEPT) & (cur_left != 1)):
             m.d.comb += final_verdict.eq(layouts.Verdict.BAD_LENGTH)
         with m.Else():
             m.d.comb += final_verdict.eq(cur_verdict)
@@ -183,10 +179,11 @@ class Validator(wiring.Component):
                     in_msg.eq(1),
                     held.verdict.eq(cur_verdict),
                     held.beats.eq(cur_written + write_beat),
-                    expect_beats.eq(cur_expect),
                 ]
-                with m.If(cur_seen != 0xFFFF):     # saturate: still != any expected count
-                    m.d.sync += seen.eq(cur_seen + 1)
+                with m.If(cur_left != 0):
+                    m.d.sync += remaining.eq(cur_left - 1)
+                with m.Else():
+                    m.d.sync += remaining.eq(0)
                 with m.If(first):
                     m.d.sync += [
                         held.header.eq(hdr),

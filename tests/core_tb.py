@@ -49,7 +49,9 @@ def run_core(params, jobs, messages, *, seed=0, gap=0.0, backpressure=0.0, fp_st
         while not ctx.get(dut.i.ready):
             await ctx.tick()
         for seq, payload in enumerate(messages):
-            for beat in message_to_beats(payload, L, tag=seq):
+            beats = (message_to_beats(payload, L, tag=seq) if isinstance(payload, bytes)
+                     else payload)      # a list of Beats: a front end's own framing
+            for beat in beats:
                 while rng.random() < gap:
                     ctx.set(dut.i.valid, 0)
                     await ctx.tick()

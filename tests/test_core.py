@@ -74,3 +74,30 @@ def test_full_slot_lockstep_no_loss_under_backpressure():
                                          rng.integers(0, 2**32, 16, dtype=np.uint64),
                                          dtype=DType.INT32, op=Op.SUM))
     check(params, jobs, msgs, gap=0.1, backpressure=0.7)
+
+
+def test_beat_count_mismatch_never_touches_state():
+    """A stream whose beat count disagrees with its (consistent) header and
+    length is bad_length, and its beats never reach the accumulators."""
+    import dataclasses
+
+    from netagg.sim.beats import message_to_beats
+    from netagg.sim.protocol import Verdict
+
+    params, jobs = build("l4k16")
+    good = [make_contrib(0, 2, 0, w, list(range(1, 13)), dtype=DType.INT32, op=Op.SUM)
+            for w in range(3)]
+    beats = message_to_beats(good[0], params.lanes, tag=0)      # 3 beats
+    truncated = [dataclasses.replace(b, tag=0) for b in beats[:2]]
+    truncated[-1] = dataclasses.replace(truncated[-1], last=True)
+    extra = dataclasses.replace(beats[-1], last=False, data=(99,) * params.lanes)
+    overlong = [dataclasses.replace(b, tag=1, last=False) for b in beats] + \
+        [dataclasses.replace(extra, tag=1, last=True)]
+    messages = [truncated, overlong] + good
+    gv, gr, gc = run_core(params, jobs, messages, gap=0.1, backpressure=0.3)
+    assert [v for v, _ in gv[:2]] == [Verdict.BAD_LENGTH, Verdict.BAD_LENGTH]
+    # The good round is unaffected: the model never saw the bad streams.
+    ev, er, ec = expected(params, jobs, good)
+    assert [v for v, _ in gv[2:]] == [v for v, _ in ev]
+    assert sorted(p for p, _ in gr) == sorted(p for p, _ in er)
+    assert gc["drop_bad_length"] == 2 and gc["rx"] == 5
