@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,8 +36,10 @@ OOC_FREQ_MHZ = 150.0
 """Clock constraint of the out-of-context core build (the Fmax target)."""
 
 
-class BuildError(RuntimeError):
-    """A build that could not complete; its message is one line."""
+class BuildError(RuntimeError, ValueError):
+    """A build that could not complete; its message is one line (a design
+    too big for the device names every resource over capacity). A
+    ValueError too, so that ``netagg build`` prints it as a user error."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,13 +85,33 @@ def tool_environment() -> None:
                              "(pip install the yowasp-* tools, or set the variable)")
 
 
+def over_capacity(log_text: str) -> list[str]:
+    """The resources nextpnr's "Device utilisation" lists above 100 %, as
+    ``"NAME used/available (P%)"``."""
+    over = []
+    for m in re.finditer(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", log_text):
+        name, used, avail, _ = m.groups()
+        if int(used) > int(avail):
+            over.append(f"{name} {used}/{avail} ({100 * int(used) / int(avail):.0f}%)")
+    return over
+
+
+def _failure(log: Path, fallback: str) -> str:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    over = over_capacity(text)
+    if over:
+        return "does not fit: " + ", ".join(over)
+    errors = [ln.strip() for ln in text.splitlines() if "ERROR" in ln]
+    return errors[-1] if errors else fallback
+
+
 def _run(cmd: list[str], cwd: Path, log: str) -> None:
     with open(cwd / log, "w") as out:
         proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
     if proc.returncode:
         tail = (cwd / log).read_text(errors="replace").strip().splitlines()
-        errors = [ln for ln in tail if "ERROR" in ln] or tail[-1:] or ["(no output)"]
-        raise BuildError(f"{cmd[0]} failed: {errors[-1].strip()} (see {cwd / log})")
+        where = _failure(cwd / log, tail[-1].strip() if tail else "(no output)")
+        raise BuildError(f"{cmd[0]} failed: {where} (see {cwd / log})")
 
 
 def _load_jobs(jobs, params):
@@ -137,10 +160,7 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
         platform.build(top, name=name, build_dir=str(outdir), do_program=False,
                        nextpnr_opts="--report nextpnr_report.json --timing-allow-fail")
     except subprocess.CalledProcessError as e:
-        log = outdir / f"{name}.tim"
-        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-        errors = [ln for ln in lines if "ERROR" in ln]
-        where = errors[-1].strip() if errors else f"exit status {e.returncode}"
+        where = _failure(outdir / f"{name}.tim", f"exit status {e.returncode}")
         raise BuildError(f"{board} build failed: {where} (see {outdir})") from None
     seconds = time.monotonic() - start
     bit = outdir / (f"{name}.bit" if spec.family == "ecp5" else f"{name}.bin")

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from netagg.boards import report
-from netagg.boards.build import build
+from netagg.boards.build import BuildError, build, over_capacity
 from netagg.params import ParamError, Params
 
 SMALL = Params(lanes=1, elements=4, workers=2, slots=4, jobs=1, dtypes=("int32",))
@@ -48,6 +48,20 @@ def test_small_ulx3s_bitstream(tmp_path):
     assert rep["params"] == SMALL.to_dict()
     assert json.loads((tmp_path / "report.json").read_text()) == rep
     assert "LUT" in (tmp_path / "report.txt").read_text()
+
+
+def test_over_capacity_names_each_resource_over_100_percent():
+    log = ("Info: Device utilisation:\n"
+           "Info: \t         ICESTORM_LC:    9750/   5280   184%\n"
+           "Info: \t        ICESTORM_RAM:      44/     30   146%\n"
+           "Info: \t               SB_IO:       5/     39    12%\n"
+           "Info: \t        ICESTORM_DSP:       8/      8   100%\n")
+    assert over_capacity(log) == ["ICESTORM_LC 9750/5280 (185%)", "ICESTORM_RAM 44/30 (147%)"]
+    assert over_capacity("Info: Device utilisation:\n") == []
+
+
+def test_build_errors_are_user_errors_for_the_cli():
+    assert issubclass(BuildError, ValueError)
 
 
 def test_bad_params_never_reach_the_tools():
