@@ -20,6 +20,8 @@ def _ready_desc(params: Params, buf_bits: int) -> data.StructLayout:
     return data.StructLayout({
         "desc": result_desc(params),
         "start": unsigned(buf_bits),
+        "lastb": unsigned(16),       # beats - 1
+        "lastw": unsigned(8),        # the last destination: workers - 1 (multicast) or 0
         "nan": unsigned(1),
         "ovf": unsigned(1),
     })
@@ -71,7 +73,7 @@ class Multicast(wiring.Component):
 
         m.submodules.pending = pending = SyncFIFOBuffered(width=desc_l.size, depth=depth)
         m.submodules.ready_q = ready_q = SyncFIFOBuffered(width=ready_l.size, depth=depth)
-        m.submodules.out_q = out_q = SyncFIFOBuffered(width=egress_l.size, depth=4)
+        m.submodules.out_q = out_q = SyncFIFOBuffered(width=egress_l.size, depth=8)
         m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[])
         buf_wr = buf.write_port()
         buf_rd = buf.read_port()
@@ -112,6 +114,8 @@ class Multicast(wiring.Component):
         rd_in = data.View(ready_l, ready_q.w_data)
         m.d.comb += [buf_wr.addr.eq(wp), buf_wr.data.eq(stored), buf_wr.en.eq(self.res_beat.valid),
                      rd_in.desc.eq(head), rd_in.start.eq(cur_start),
+                     rd_in.lastb.eq(head.beats - 1),
+                     rd_in.lastw.eq(Mux(head.multicast, head.workers - 1, 0)),
                      rd_in.nan.eq(nan_now), rd_in.ovf.eq(ovf_now)]
         with m.If(self.res_beat.valid):
             m.d.sync += [wp.eq(wp + 1), start.eq(cur_start), acc_nan.eq(nan_now),
@@ -124,10 +128,12 @@ class Multicast(wiring.Component):
         dest = Signal(8)
         beat = Signal(16)
         inflight = Signal()
-        space = out_q.level + inflight < out_q.depth
+        # Registered: with at most one beat in flight, room for one more.
+        space = Signal()
+        m.d.sync += space.eq(out_q.level < out_q.depth - 3)
         issue = ready_q.r_rdy & space
-        last_beat = beat == cur.desc.beats - 1
-        last_dest = ~cur.desc.multicast | (dest == cur.desc.workers - 1)
+        last_beat = beat == cur.lastb
+        last_dest = dest == cur.lastw
         m.d.comb += [buf_rd.addr.eq(cur.start + beat), buf_rd.en.eq(1)]
         m.d.sync += inflight.eq(issue)
         with m.If(issue):
