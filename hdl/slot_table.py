@@ -253,11 +253,10 @@ class SlotTable(wiring.Component):
         # Entries whose write-back is still ahead (the last one writes this
         # cycle, and the read port is transparent to it).
         pending = [s0, s1, s2] + dl[:D - 1]
+        # Registered: a retransmission waits in q0 with nothing issuing, so the
+        # pipeline seen a cycle ago bounds the one now.
         lanes_busy = Signal()
-        m.d.comb += lanes_busy.eq(0)
-        for e in [s0, s1, s2] + dl:
-            with m.If(e.valid & ~e.rtx):
-                m.d.comb += lanes_busy.eq(1)
+        m.d.sync += lanes_busy.eq(Cat(e.valid & ~e.rtx for e in [s0, s1, s2] + dl).any())
 
         addrs, left, haz = [], [], []
         for k, e in enumerate(q):
@@ -284,6 +283,8 @@ class SlotTable(wiring.Component):
             sel1.eq(~(cand0 | rtx0) & cand1),
             issue_lanes.eq(cand0 | sel1),
             issue_rtx.eq(rtx0),
+        ]
+        m.d.sync += [
             self.stall.eq(~sel0 & ~sel1 & ((left[0] & ~q0.rtx) | (left[1] & ~q1.rtx))),
         ]
         e = Signal(ctx_l)
