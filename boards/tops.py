@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from amaranth.back import verilog
 from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.lib import io
 
 from netagg.boards.bridge import UARTBridge
 from netagg.boards.selftest import SelfTest
@@ -37,11 +38,15 @@ class BridgeTop(Elaboratable):
         bridge = UARTBridge(self.params, divisor_for(clk_hz, self.baud),
                             fp_stages=self.fp_stages, jobs=self.jobs)
         m.submodules.bridge = bridge
-        uart = platform.request("uart", 0)
-        m.d.comb += [bridge.rx.eq(uart.rx.i), uart.tx.o.eq(bridge.tx)]
-        for led, sig in zip(self.leds, (bridge.ready, bridge.busy, bridge.error), strict=True):
+        uart = platform.request("uart", 0, dir="-")
+        m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)
+        m.submodules.uart_tx = tx = io.Buffer("o", uart.tx)
+        m.d.comb += [bridge.rx.eq(rx.i), tx.o.eq(bridge.tx)]
+        for i, (led, sig) in enumerate(zip(self.leds, (bridge.ready, bridge.busy, bridge.error),
+                                           strict=True)):
             if led is not None:
-                m.d.comb += platform.request(*led).o.eq(sig)
+                m.submodules[f"led{i}"] = buf = io.Buffer("o", platform.request(*led, dir="-"))
+                m.d.comb += buf.o.eq(sig)
         return m
 
 
@@ -57,7 +62,7 @@ class SelfTestTop(Elaboratable):
         m.submodules.selftest = st = self.selftest
         blink = Signal(24)
         m.d.sync += blink.eq(blink + 1)
-        led = platform.request("led", 0)
+        m.submodules.led = led = io.Buffer("o", platform.request("led", 0, dir="-"))
         with m.If(st.failed):
             m.d.comb += led.o.eq(blink[-3])          # ~6 Hz at 25 MHz
         with m.Elif(st.passes != 0):

@@ -13,8 +13,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
+
+
+def core_commit() -> str | None:
+    """The git commit of the working tree (``-dirty`` when hdl/ differs)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hdl"], cwd=root,
+                               check=True, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
 
 
 def main(argv=None) -> int:
@@ -22,6 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lanes", default="1,2,4,8,16", help="comma list of L")
     ap.add_argument("--dtype-sets", default="int32;fp32;bf16;int32,fp32,bf16",
                     help="semicolon-separated dtype lists")
+    ap.add_argument("--points", help="explicit points instead of lanes x dtype sets: "
+                    "semicolon-separated L:dtypes, e.g. \"1:int32;2:int32;2:int32,fp32,bf16\"")
     ap.add_argument("--elements", type=int, default=64)
     ap.add_argument("--slots", type=int, default=256)
     ap.add_argument("--workers", type=int, default=8)
@@ -41,8 +57,17 @@ def main(argv=None) -> int:
     lanes = [int(x) for x in args.lanes.split(",")]
     sets = [tuple(s.split(",")) for s in args.dtype_sets.split(";")]
     out = Path(args.out)
+    json_path = Path(args.json or out / "sweep.json")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    head = {"device": args.device, "constraint_mhz": args.freq, "commit": core_commit(),
+            "command": " ".join(["scripts/sweep.py",
+                                 *(argv if argv is not None else sys.argv[1:])])}
     points = []
     todo = [(L, d) for d in sets for L in lanes]
+    if args.points:
+        todo = [(int(pt.split(":")[0]), tuple(pt.split(":")[1].split(",")))
+                for pt in args.points.split(";")]
+        sets = list(dict.fromkeys(d for _, d in todo))
     for L, dtypes in tqdm(todo, desc="sweep", unit="build"):
         p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
                    jobs=args.jobs, dtypes=dtypes)
@@ -54,11 +79,10 @@ def main(argv=None) -> int:
                        "bram": rep["resources"]["BRAM"]["used"],
                        "fmax_mhz": clk["fmax_mhz"], "build_seconds": rep["build_seconds"],
                        "params": p.to_dict()})
-        tqdm.write(f"{name}: {points[-1]['lut']} LUT, {points[-1]['fmax_mhz']} MHz")
-    json_path = Path(args.json or out / "sweep.json")
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps({"device": args.device, "constraint_mhz": args.freq,
-                                     "points": points}, indent=1) + "\n")
+        tqdm.write(f"{name}: {points[-1]['lut']} LUT, {points[-1]['fmax_mhz']} MHz, "
+                   f"{rep['build_seconds']} s")
+        # written after every point, so an interrupted sweep keeps what it measured
+        json_path.write_text(json.dumps({**head, "points": points}, indent=1) + "\n")
 
     import matplotlib
     matplotlib.use("Agg")
