@@ -19,11 +19,12 @@ from pathlib import Path
 
 
 def core_commit() -> str | None:
-    """The git commit of the working tree (``-dirty`` when hdl/ differs)."""
+    """The last git commit that changed hdl/ (``-dirty`` when hdl/ has
+    uncommitted changes): the core the sweep measures."""
     root = Path(__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
-                              capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(["git", "log", "-1", "--format=%h", "--", "hdl"], cwd=root,
+                              check=True, capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "hdl"], cwd=root,
                                check=True, capture_output=True, text=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):

@@ -1,7 +1,8 @@
 """boards/build.py end to end: one small ECP5 configuration (the ULX3S board
 top with its UART bridge) synthesised, placed, routed and packed into a
-bitstream with the YoWASP tools; the report has every figure. Takes about
-two to four minutes on one core (measured, see docs/boards.md)."""
+bitstream with the YoWASP tools; the report has every figure. Took 117 s
+on the shared 2-core machine (docs/boards.md), plus the YoWASP tools'
+one-time WebAssembly compilation on a fresh machine."""
 
 from __future__ import annotations
 
