@@ -6,6 +6,8 @@ one-time WebAssembly compilation on a fresh machine."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import importlib.util
 import json
 import os
@@ -13,8 +15,8 @@ import shutil
 
 import pytest
 
-from netagg.boards import report
-from netagg.boards.build import BuildError, build, over_capacity
+from netagg.boards import report, tops
+from netagg.boards.build import BOARDS, BuildError, build, over_capacity
 from netagg.params import ParamError, Params
 
 SMALL = Params(lanes=1, elements=4, workers=2, slots=4, jobs=1, dtypes=("int32",))
@@ -73,6 +75,18 @@ def test_over_capacity_names_each_resource_over_100_percent():
 
 def test_build_errors_are_user_errors_for_the_cli():
     assert issubclass(BuildError, ValueError)
+
+
+@pytest.mark.parametrize("board", list(BOARDS))
+def test_board_top_elaborates_for_its_platform(board):
+    # pins requested as the platform wants them (no deprecated request
+    # directions), without running any tool
+    spec = BOARDS[board]
+    module, cls = spec.platform.split(":")
+    platform = getattr(importlib.import_module(module), cls)()
+    params = dataclasses.replace(SMALL, jobs=2)
+    plan = platform.prepare(tops.make_top(board, params), name="t")
+    assert any(name.endswith(".il") for name in plan.files)
 
 
 def test_bad_params_never_reach_the_tools():
