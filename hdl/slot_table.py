@@ -95,9 +95,10 @@ class SlotTable(wiring.Component):
     the read-add-write loop of ``loop_latency`` cycles) holds the older one,
     and the younger one issues meanwhile if it is of another slot (and not
     both of them complete a round); messages of one slot keep their order.
-    Cycles in which a combine waits and nothing issues pulse ``stall``. A
-    one-beat message, a dropped message and a retransmission take one cycle
-    more than their beats.
+    Cycles in which a combine waits and nothing issues pulse ``stall`` (one
+    cycle late). Decisions are at least four cycles apart (state read, decision
+    terms and decision are registered): messages of four beats or more keep
+    the lanes busy. Loop latency: ``loop_latency`` = lane latency + 3.
     """
 
     def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None):
