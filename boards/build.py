@@ -105,13 +105,20 @@ def _failure(log: Path, fallback: str) -> str:
     return errors[-1] if errors else fallback
 
 
-def _run(cmd: list[str], cwd: Path, log: str) -> None:
+def _run(cmd: list[str], cwd: Path, log: str, tool_log: str | None = None) -> None:
+    """Run one tool; ``tool_log`` is the log file the tool writes itself
+    (read for the error when the captured output has none)."""
     with open(cwd / log, "w") as out:
         proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
     if proc.returncode:
-        tail = (cwd / log).read_text(errors="replace").strip().splitlines()
-        where = _failure(cwd / log, tail[-1].strip() if tail else "(no output)")
-        raise BuildError(f"{cmd[0]} failed: {where} (see {cwd / log})")
+        for name in (log, tool_log):
+            path = cwd / name if name else None
+            tail = path.read_text(errors="replace").strip().splitlines() if path and \
+                path.exists() else []
+            if tail:
+                where = _failure(path, tail[-1].strip())
+                raise BuildError(f"{cmd[0]} failed: {where} (see {path})")
+        raise BuildError(f"{cmd[0]} failed with exit status {proc.returncode} (see {cwd / log})")
 
 
 def _load_jobs(jobs, params):
@@ -220,13 +227,13 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         "stat\n"
         "write_json netagg_core.json\n")
     _run([os.environ["YOSYS"], "-q", "-l", "netagg_core.rpt", "netagg_core.ys"],
-         outdir, "yosys.log")
+         outdir, "yosys.log", "netagg_core.rpt")
     synth_seconds = time.monotonic() - start
     dev_opt, package = ECP5_DEVICES[device]
     _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package, "--speed", "6",
           "--out-of-context", "--json", "netagg_core.json", "--freq", f"{freq_mhz:g}",
           "--timing-allow-fail", "--report", "nextpnr_report.json", "--log", "netagg_core.tim"],
-         outdir, "nextpnr.log")
+         outdir, "nextpnr.log", "netagg_core.tim")
     seconds = time.monotonic() - start
     rep = _collect(outdir / "nextpnr_report.json", outdir / "netagg_core.json", "ecp5")
     result = {

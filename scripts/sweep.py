@@ -52,7 +52,7 @@ def main(argv=None) -> int:
 
     from tqdm import tqdm
 
-    from netagg.boards.build import build_ooc
+    from netagg.boards.build import BuildError, build_ooc
     from netagg.params import Params
 
     lanes = [int(x) for x in args.lanes.split(",")]
@@ -73,7 +73,14 @@ def main(argv=None) -> int:
         p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
                    jobs=args.jobs, dtypes=dtypes)
         name = f"L{L}-{'+'.join(dtypes)}"
-        rep = build_ooc(p, out / name, device=args.device, freq_mhz=args.freq)
+        try:
+            rep = build_ooc(p, out / name, device=args.device, freq_mhz=args.freq)
+        except BuildError as e:         # a tool failure ends this point, not the sweep
+            points.append({"lanes": L, "dtypes": list(dtypes), "error": str(e),
+                           "params": p.to_dict()})
+            tqdm.write(f"{name}: FAILED: {e}")
+            json_path.write_text(json.dumps({**head, "points": points}, indent=1) + "\n")
+            continue
         clk = next(iter(rep["clocks"].values()), {"fmax_mhz": None})
         points.append({"lanes": L, "dtypes": list(dtypes), "lut": rep["resources"]["LUT"]["used"],
                        "ff": rep["resources"]["FF"]["used"],
@@ -90,7 +97,7 @@ def main(argv=None) -> int:
     import matplotlib.pyplot as plt
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for dtypes in sets:
-        pts = [q for q in points if tuple(q["dtypes"]) == dtypes]
+        pts = [q for q in points if tuple(q["dtypes"]) == dtypes and "error" not in q]
         label = "+".join(dtypes)
         a1.plot([q["lanes"] for q in pts], [q["lut"] for q in pts], "o-", label=label)
         a2.plot([q["lanes"] for q in pts], [q["fmax_mhz"] for q in pts], "o-", label=label)
