@@ -41,7 +41,11 @@ class UARTTx(wiring.Component):
     """
 
     def __init__(self, divisor: int):
-        _check_divisor(divisor)
+        try:
+            _check_divisor(divisor)
+        except ValueError:
+            self._MustUse__silence = True      # no "created but never used" warning
+            raise
         self._divisor = divisor
         super().__init__({
             "i": In(stream.Signature(8)),
@@ -82,7 +86,11 @@ class UARTRx(wiring.Component):
     """
 
     def __init__(self, divisor: int):
-        _check_divisor(divisor)
+        try:
+            _check_divisor(divisor)
+        except ValueError:
+            self._MustUse__silence = True      # no "created but never used" warning
+            raise
         self._divisor = divisor
         super().__init__({
             "rx": In(1, init=1),
