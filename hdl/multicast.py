@@ -46,6 +46,7 @@ class Multicast(wiring.Component):
 
     def __init__(self, params: Params, depth: int):
         if depth < params.beats or depth & (depth - 1):
+            self._MustUse__silence = True   # refused: never elaborated
             raise ValueError(f"depth must be a power of two >= K/L ({params.beats}), not {depth}")
         self._params = params
         self._depth = depth

@@ -103,10 +103,12 @@ class SlotTable(wiring.Component):
 
     def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None):
         if data_beats < params.beats or data_beats & (data_beats - 1):
+            self._MustUse__silence = True   # refused: never elaborated
             raise ValueError(f"data_beats must be a power of two >= K/L ({params.beats}), "
                              f"not {data_beats}")
         self._data_beats = data_beats
         if result_beats < params.beats:
+            self._MustUse__silence = True   # refused: never elaborated
             raise ValueError(f"result_beats ({result_beats}) must hold one full RESULT "
                              f"({params.beats} beats)")
         self._params = params
