@@ -28,8 +28,9 @@ def divisor_for(clk_hz: float, baud: int) -> int:
     return div
 
 
-def _check_divisor(divisor):
+def _check_divisor(component, divisor):
     if isinstance(divisor, bool) or not isinstance(divisor, int) or divisor < 4:
+        component._MustUse__silence = True      # refused: no "created but never used" warning
         raise ValueError(f"divisor must be an integer >= 4 (cycles per bit), not {divisor!r}")
 
 
@@ -41,11 +42,7 @@ class UARTTx(wiring.Component):
     """
 
     def __init__(self, divisor: int):
-        try:
-            _check_divisor(divisor)
-        except ValueError:
-            self._MustUse__silence = True      # no "created but never used" warning
-            raise
+        _check_divisor(self, divisor)
         self._divisor = divisor
         super().__init__({
             "i": In(stream.Signature(8)),
@@ -86,11 +83,7 @@ class UARTRx(wiring.Component):
     """
 
     def __init__(self, divisor: int):
-        try:
-            _check_divisor(divisor)
-        except ValueError:
-            self._MustUse__silence = True      # no "created but never used" warning
-            raise
+        _check_divisor(self, divisor)
         self._divisor = divisor
         super().__init__({
             "rx": In(1, init=1),

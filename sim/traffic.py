@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
-
 from netagg.params import Params
 from netagg.sim.jobs import JobTable
 from netagg.sim.protocol import DType, Header, Op
@@ -17,7 +15,9 @@ from netagg.sim.switch import make_contrib
 
 
 def random_values(rng: random.Random, dtype: DType, count: int, specials: float = 0.1):
-    """Raw element bits: mostly moderate random floats/ints, some specials."""
+    """Raw element bits: special values with probability ``specials``; ints
+    small or full-range; floats with exponents mostly near 1.0 (sums then
+    round, cancel and tie often), sometimes anywhere in the range."""
     out = []
     for _ in range(count):
         if rng.random() < specials:
@@ -28,9 +28,9 @@ def random_values(rng: random.Random, dtype: DType, count: int, specials: float 
             out.append(rng.getrandbits(32) if rng.random() < 0.3 else rng.randrange(-1000, 1000)
                        & 0xFFFFFFFF)
         else:
-            f = np.float32(rng.uniform(-4, 4) * 2.0 ** rng.randrange(-20, 20))
-            bits = int(np.array([f], dtype=np.float32).view(np.uint32)[0])
-            out.append(bits >> 16 if dtype is DType.BF16 else bits)
+            fbits = 23 if dtype is DType.FP32 else 7
+            e = rng.choice((rng.randint(120, 134), rng.randint(120, 134), rng.randint(0, 254)))
+            out.append((rng.getrandbits(1) << (8 + fbits)) | (e << fbits) | rng.getrandbits(fbits))
     return out
 
 

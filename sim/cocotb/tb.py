@@ -47,8 +47,8 @@ from netagg.sim.protocol import (
     Op,
     Verdict,
 )
-from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
 from netagg.sim.switch import Switch, make_contrib
+from netagg.sim.traffic import random_values
 
 PERIOD_NS = 10
 TAG_MOD = 1 << beatcodec.TAG_BITS
@@ -493,22 +493,7 @@ class Traffic:
     # -- values --
 
     def values(self, dtype: int, count: int, specials: float = 0.05) -> list[int]:
-        r = self.rng
-        out = []
-        for _ in range(count):
-            if r.random() < specials:
-                table = {DType.INT32: INT32_SPECIALS, DType.FP32: FP32_SPECIALS,
-                         DType.BF16: BF16_SPECIALS}[dtype]
-                out.append(r.choice(table))
-            elif dtype == DType.INT32:
-                out.append(r.getrandbits(32) if r.random() < 0.3 else r.randint(-1000, 1000)
-                           & 0xFFFFFFFF)
-            else:
-                ebits, fbits = (8, 23) if dtype == DType.FP32 else (8, 7)
-                e = r.choice((r.randint(120, 134), r.randint(120, 134), r.randint(0, 254)))
-                v = (r.getrandbits(1) << (ebits + fbits)) | (e << fbits) | r.getrandbits(fbits)
-                out.append(v)
-        return out
+        return random_values(self.rng, DType(dtype), count, specials)
 
     def count(self) -> int:
         r, K, L = self.rng, self.K, self.params.lanes
