@@ -25,7 +25,8 @@ class ParamError(ValueError):
 
 def parse_mac(text: str) -> bytes:
     if not re.fullmatch(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}", text):
-        raise ParamError(f"invalid MAC address {text!r} (expected six hex bytes: 02:00:00:00:a6:a6)")
+        raise ParamError(f"invalid MAC address {text!r} "
+                         "(expected six hex bytes: 02:00:00:00:a6:a6)")
     return bytes(int(b, 16) for b in text.split(":"))
 
 
@@ -73,7 +74,8 @@ class Params:
         if self.slots > 65536:
             raise ParamError(f"slots (S) must be in 1..65536, not {self.slots}")
         if self.jobs > 256:
-            raise ParamError(f"jobs (J) must be in 1..256 (the job field is 8 bits), not {self.jobs}")
+            raise ParamError(
+                f"jobs (J) must be in 1..256 (the job field is 8 bits), not {self.jobs}")
         if self.elements > 65535:
             raise ParamError(f"elements (K) must be in 1..65535, not {self.elements}")
         if self.elements % self.lanes:
