@@ -30,6 +30,7 @@ run: setup
 	$(PY) scripts/demo.py --out $(OUT)
 
 test: setup
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n $(JOBS_N) -m "not slow" -q
 
 test-slow: setup
