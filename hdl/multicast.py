@@ -3,13 +3,14 @@ worker of the job (one egress stream and a replicator)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.fp import FP32ToBF16
 from netagg.hdl.slot_table import result_beat, result_desc
 from netagg.params import Params
 from netagg.sim import protocol
@@ -30,12 +31,12 @@ class Multicast(wiring.Component):
     """Turns completed rounds and retransmissions into RESULT messages.
 
     ``res_desc`` / ``res_beat`` (from the slot table): a RESULT's descriptor,
-    then its beats (in wire format). The beats are stored once in a buffer of
-    ``depth`` beats (block RAM) and sent from there to each destination in
-    turn: workers 0..W-1
+    then its beats. The beats are stored once in a buffer of ``depth`` beats
+    (block RAM; in mode bf16-accumulate=fp32 they are rounded to bf16 on the
+    way in) and sent from there to each destination in turn: workers 0..W-1
     for a completed round, the requesting worker for a retransmission. The
     status field is the round's contributor count with the NaN and overflow
-    flags of every beat.
+    flags of every beat (and of the final rounding).
 
     ``o``: the egress stream (``layouts.egress_beat``), with full
     backpressure: nothing is lost while ``o.ready`` is low, the slot table
@@ -86,7 +87,20 @@ class Multicast(wiring.Component):
         ]
         head = data.View(desc_l, pending.r_data)
         rb = self.res_beat.payload
-        stored = rb.data
+        convert = (p.bf16_accumulate == "fp32" and "bf16" in p.dtypes)
+        stored = Signal(beat_l)
+        conv_ovf = Signal()
+        m.d.comb += stored.eq(rb.data)
+        if convert:
+            ovfs = []
+            with m.If(head.header.dtype == layouts.DType.BF16):
+                for i in range(L):
+                    cv = FP32ToBF16()
+                    m.submodules[f"narrow{i}"] = cv
+                    m.d.comb += [cv.i.eq(rb.data[i]), stored[i].eq(cv.o)]
+                    ovfs.append(cv.ovf & rb.mask[i])
+                m.d.comb += conv_ovf.eq(Cat(ovfs).any())
+
         wp = Signal(abits)
         start = Signal(abits)
         in_msg = Signal()
@@ -97,7 +111,7 @@ class Multicast(wiring.Component):
         with m.If(~in_msg):
             m.d.comb += cur_start.eq(wp)
         nan_now = acc_nan & in_msg | rb.nan
-        ovf_now = acc_ovf & in_msg | rb.ovf
+        ovf_now = acc_ovf & in_msg | rb.ovf | conv_ovf
         rd_in = data.View(ready_l, ready_q.w_data)
         m.d.comb += [buf_wr.addr.eq(wp), buf_wr.data.eq(stored), buf_wr.en.eq(self.res_beat.valid),
                      rd_in.desc.eq(head), rd_in.start.eq(cur_start),

@@ -11,7 +11,6 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
-from netagg.hdl.fp import FP32ToBF16
 from netagg.hdl.lane import Lane
 from netagg.hdl.validator import descriptor, payload_beat
 from netagg.params import Params
@@ -145,7 +144,6 @@ class SlotTable(wiring.Component):
         m = Module()
         p = self._params
         L, B, S = p.lanes, p.beats, p.slots
-        narrowing = p.bf16_accumulate == "fp32" and "bf16" in p.dtypes
         D = self._lane_latency
         V = layouts.Verdict
 
@@ -243,7 +241,6 @@ class SlotTable(wiring.Component):
                 "valid": unsigned(1), "rtx": unsigned(1), "addr": acc_rd.addr.shape(),
                 "mask": unsigned(L), "last": unsigned(1), "first": unsigned(1),
                 "result": unsigned(1), "nan": unsigned(1), "ovf": unsigned(1),
-                "narrow": unsigned(1),    # a bf16 RESULT from binary32 accumulators
             })
         s0 = Signal(meta_layout())
         s0_dtype = Signal(layouts.DType)
@@ -308,7 +305,6 @@ class SlotTable(wiring.Component):
             s0.last.eq(e.beat == e.lastb),
             s0.first.eq(e.first),
             s0.result.eq(e.result),
-            s0.narrow.eq(e.dtype == layouts.DType.BF16 if narrowing else 0),
             s0_dtype.eq(e.dtype),
             s0_op.eq(e.op),
             s0_daddr.eq(e.daddr),
@@ -349,9 +345,11 @@ class SlotTable(wiring.Component):
         a_r = Signal(acc_word(p))
         b_r = Signal(payload_beat(p))
         m.d.sync += [s2.eq(s1), s2_dtype.eq(s1_dtype), s2_op.eq(s1_op), a_r.eq(ar), b_r.eq(s1_b)]
+        with m.If(s1.rtx):
+            m.d.sync += s2.valid.eq(0)
         for i, lane in enumerate(lanes):
             m.d.comb += [
-                lane.i.valid.eq(s2.valid & ~s2.rtx),
+                lane.i.valid.eq(s2.valid),
                 lane.i.payload.a.eq(a_r.data[i]),
                 lane.i.payload.b.eq(b_r[i]),
                 lane.i.payload.dtype.eq(s2_dtype),
@@ -360,8 +358,6 @@ class SlotTable(wiring.Component):
             ]
         if D:
             m.d.sync += [dl[0].eq(s2), dl[0].nan.eq(a_r.nan), dl[0].ovf.eq(a_r.ovf)]
-            with m.If(s2.rtx):
-                m.d.sync += dl[0].valid.eq(0)
             for k in range(1, D):
                 m.d.sync += dl[k].eq(dl[k - 1])
             out = dl[D - 1]
@@ -384,37 +380,18 @@ class SlotTable(wiring.Component):
                 m.d.comb += acc_wr.data.data[i].eq(lane.o.payload.r)
 
         # RESULT beats: from the lanes (a completing round) or the RAM (retransmit).
-        # Retransmissions read the RAM (at s2, the lanes being drained). In
-        # mode bf16-accumulate=fp32 a bf16 RESULT is rounded here, once, and
-        # its rounding overflow joins the beat's flags.
         rb = self.res_beat
-        r_src = Signal(meta_layout())
-        r_data = Signal(payload_beat(p))
-        r_nan = Signal()
-        r_ovf = Signal()
-        with m.If(s2.valid & s2.rtx):
-            m.d.comb += [r_src.eq(s2), r_data.eq(a_r.data), r_nan.eq(a_r.nan),
-                         r_ovf.eq(a_r.ovf)]
-        with m.Else():
-            m.d.comb += [r_src.eq(out), r_src.valid.eq(out.valid & out.result),
-                         r_nan.eq(new_nan), r_ovf.eq(new_ovf)]
+        m.d.sync += rb.valid.eq(0)
+        with m.If(out.valid & out.result):
+            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(out.mask),
+                         rb.payload.nan.eq(new_nan), rb.payload.ovf.eq(new_ovf),
+                         rb.payload.last.eq(out.last)]
             for i, lane in enumerate(lanes):
-                m.d.comb += r_data[i].eq(lane.o.payload.r)
-        wire = Signal(payload_beat(p))
-        conv_ovf = Signal()
-        m.d.comb += wire.eq(r_data)
-        if narrowing:
-            ovfs = []
-            with m.If(r_src.narrow):
-                for i in range(L):
-                    cv = FP32ToBF16()
-                    m.submodules[f"narrow{i}"] = cv
-                    m.d.comb += [cv.i.eq(r_data[i]), wire[i].eq(cv.o)]
-                    ovfs.append(cv.ovf & r_src.mask[i])
-                m.d.comb += conv_ovf.eq(Cat(ovfs).any())
-        m.d.sync += [rb.valid.eq(r_src.valid), rb.payload.mask.eq(r_src.mask),
-                     rb.payload.nan.eq(r_nan), rb.payload.ovf.eq(r_ovf | conv_ovf),
-                     rb.payload.last.eq(r_src.last), rb.payload.data.eq(wire)]
+                m.d.sync += rb.payload.data[i].eq(lane.o.payload.r)
+        with m.Elif(s1.valid & s1.rtx):
+            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(s1.mask),
+                         rb.payload.nan.eq(ar.nan), rb.payload.ovf.eq(ar.ovf),
+                         rb.payload.last.eq(s1.last), rb.payload.data.eq(ar.data)]
 
         # ---------------- the decision for N ----------------
         st = Signal(slot_state(p))
@@ -502,7 +479,7 @@ class SlotTable(wiring.Component):
             new.slot.eq(N.slot_abs),
             new.first.eq(fresh_round),
             new.result.eq(needs_result),
-            new.dtype.eq(Mux(mode == _Mode.RETRANSMIT, c.dtype, hdr.dtype)),
+            new.dtype.eq(hdr.dtype),
             new.op.eq(hdr.op),
             new.beat.eq(0),
             new.nbeats.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats)),
