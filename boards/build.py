@@ -121,13 +121,6 @@ def _run(cmd: list[str], cwd: Path, log: str, tool_log: str | None = None) -> No
         raise BuildError(f"{cmd[0]} failed with exit status {proc.returncode} (see {cwd / log})")
 
 
-def _rpt_tail(path: Path, lines: int = 12) -> str:
-    """The last lines of a Yosys log (which pass failed)."""
-    if not path.exists():
-        return ""
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
 def _load_jobs(jobs, params):
     from netagg.sim.jobs import JobTable
     if jobs is None or isinstance(jobs, JobTable):
@@ -228,23 +221,13 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     start = time.monotonic()
     core = NetaggCore(params, fp_stages=fp_stages)
     (outdir / "netagg_core.il").write_text(rtlil.convert(core, name="netagg_core"))
-    attempts = ("synth_ecp5 -top netagg_core", "synth_ecp5 -top netagg_core -noabc9")
-    for n, synth in enumerate(attempts):
-        (outdir / "netagg_core.ys").write_text(
-            "read_rtlil netagg_core.il\n"
-            f"{synth}\n"
-            "stat\n"
-            "write_json netagg_core.json\n")
-        try:
-            _run([os.environ["YOSYS"], "-q", "-l", "netagg_core.rpt", "netagg_core.ys"],
-                 outdir, "yosys.log", "netagg_core.rpt")
-            break
-        except BuildError:
-            # Yosys 0.70's ABC9 reintegration asserts on some netlists (an
-            # upstream bug): map with the classic ABC flow instead; the
-            # report names the command used.
-            if n or "ABC" not in _rpt_tail(outdir / "netagg_core.rpt"):
-                raise
+    (outdir / "netagg_core.ys").write_text(
+        "read_rtlil netagg_core.il\n"
+        "synth_ecp5 -top netagg_core\n"
+        "stat\n"
+        "write_json netagg_core.json\n")
+    _run([os.environ["YOSYS"], "-q", "-l", "netagg_core.rpt", "netagg_core.ys"],
+         outdir, "yosys.log", "netagg_core.rpt")
     synth_seconds = time.monotonic() - start
     dev_opt, package = ECP5_DEVICES[device]
     _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package, "--speed", "6",
@@ -259,7 +242,6 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages,
         "bitstream": None,
-        "synth": synth,
         "synth_seconds": round(synth_seconds, 1),
         "build_seconds": round(seconds, 1),
     }
