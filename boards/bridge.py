@@ -451,11 +451,11 @@ class UARTBridge(wiring.Component):
 
     def __init__(self, params: Params, divisor: int, *, fp_stages=None, jobs=None,
                  rx_fifo: int | None = None):
+        _check_divisor(self, divisor)
         self._bridge = CoreBridge(params, fp_stages=fp_stages, jobs=jobs)
         self._divisor = divisor
         depth = rx_fifo or max(64, _pow2_at_least(2 * self._bridge.max_frame))
         self._rx_fifo = depth
-        _check_divisor(divisor)
         super().__init__({
             "rx": In(1, init=1),
             "tx": Out(1, init=1),
