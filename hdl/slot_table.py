@@ -223,10 +223,10 @@ class SlotTable(wiring.Component):
 
         # ---------------- the decided messages: a queue of two ----------------
         ctx_l = data.StructLayout({
-            "valid": unsigned(1), "rtx": unsigned(1), "copy": range(2 * S),
+            "valid": unsigned(1), "rtx": unsigned(1),
             "slot": unsigned(16), "first": unsigned(1), "result": unsigned(1),
             "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(16),
-            "nbeats": unsigned(16), "lastb": unsigned(16), "rem": unsigned(17),
+            "lastb": unsigned(16), "rem": unsigned(17),
             "aaddr": acc_rd.addr.shape(), "daddr": unsigned(dbits), "dbeats": unsigned(16),
             "done": unsigned(1),      # every beat issued; leaves the queue next cycle
             "blocked": unsigned(1),   # may not overtake the entry ahead of it
@@ -475,14 +475,12 @@ class SlotTable(wiring.Component):
         m.d.comb += [
             new.valid.eq(mode != _Mode.DISCARD),
             new.rtx.eq(mode == _Mode.RETRANSMIT),
-            new.copy.eq(Cat(ver, N.slot_abs)),
             new.slot.eq(N.slot_abs),
             new.first.eq(fresh_round),
             new.result.eq(needs_result),
             new.dtype.eq(hdr.dtype),
             new.op.eq(hdr.op),
             new.beat.eq(0),
-            new.nbeats.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats)),
             new.lastb.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats) - 1),
             new.rem.eq(Mux(mode == _Mode.RETRANSMIT, c.count, hdr.count)),
             new.aaddr.eq(Cat(ver, N.slot_abs) * B),
