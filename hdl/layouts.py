@@ -55,6 +55,29 @@ class Verdict(enum.Enum, shape=4):
 TAG_BITS = 16
 
 
+def bits_for(n: int) -> int:
+    """Bits of an unsigned field holding 0..n-1 (at least one)."""
+    return max(1, (n - 1).bit_length())
+
+
+def message_meta(params) -> data.StructLayout:
+    """The header fields a message carries through the core once validated,
+    each only as wide as the build needs: an accepted message has
+    job < J, slot < S, worker < W_max and count <= K (docs/core.md). The
+    RESULT header is rebuilt from them (zero-extended) at the egress; the
+    fields of a dropped message are not used past its verdict."""
+    return data.StructLayout({
+        "ver": unsigned(1),
+        "job": unsigned(bits_for(params.jobs)),
+        "slot": unsigned(bits_for(params.slots)),
+        "worker": unsigned(bits_for(params.workers)),
+        "dtype": DType,
+        "op": Op,
+        "count": unsigned(bits_for(params.elements + 1)),
+        "offset": unsigned(32),
+    })
+
+
 def ingress_beat(lanes: int) -> data.StructLayout:
     """One beat of the ingress message stream (see docs/core.md)."""
     return data.StructLayout({
@@ -80,3 +103,29 @@ VerdictLayout = data.StructLayout({
     "code": Verdict,
     "tag": unsigned(TAG_BITS),
 })
+
+
+def meta_from_header(meta, header) -> list:
+    """Assignments of a header's fields to a :func:`message_meta` view
+    (each truncated to its width)."""
+    return [getattr(meta, name).eq(getattr(header, name))
+            for name in ("ver", "job", "slot", "worker", "dtype", "op", "count", "offset")]
+
+
+def result_header(header, meta, *, worker, status) -> list:
+    """Assignments building a RESULT header from a round's :func:`message_meta`
+    (zero-extended), its destination ``worker`` and its ``status``."""
+    return [
+        header.version.eq(protocol.VERSION),
+        header.type.eq(MsgType.RESULT),
+        header.reserved.eq(0),
+        header.ver.eq(meta.ver),
+        header.job.eq(meta.job),
+        header.dtype.eq(meta.dtype),
+        header.op.eq(meta.op),
+        header.slot.eq(meta.slot),
+        header.worker.eq(worker),
+        header.offset.eq(meta.offset),
+        header.count.eq(meta.count),
+        header.status.eq(status),
+    ]

@@ -13,17 +13,28 @@ from netagg.hdl import layouts
 from netagg.hdl.fp import FP32ToBF16
 from netagg.hdl.slot_table import result_beat, result_desc
 from netagg.params import Params
-from netagg.sim import protocol
 
 
 def _ready_desc(params: Params, buf_bits: int) -> data.StructLayout:
     return data.StructLayout({
         "desc": result_desc(params),
         "start": unsigned(buf_bits),
-        "lastb": unsigned(16),       # beats - 1
+        "lastb": unsigned(layouts.bits_for(params.beats)),   # beats - 1
         "lastw": unsigned(8),        # the last destination: workers - 1 (multicast) or 0
         "nan": unsigned(1),
         "ovf": unsigned(1),
+    })
+
+
+def _out_entry(params: Params) -> data.StructLayout:
+    """An egress beat as queued: the RESULT header is rebuilt from it at the
+    output (``layouts.result_header``)."""
+    return data.StructLayout({
+        "meta": layouts.message_meta(params),   # worker = the destination
+        "status": unsigned(16),
+        "tag": unsigned(layouts.TAG_BITS),
+        "last": unsigned(1),
+        "data": data.ArrayLayout(unsigned(32), params.lanes),
     })
 
 
@@ -70,11 +81,11 @@ class Multicast(wiring.Component):
         desc_l = result_desc(p)
         ready_l = _ready_desc(p, abits)
         beat_l = data.ArrayLayout(unsigned(32), L)
-        egress_l = layouts.egress_beat(L)
+        out_l = _out_entry(p)
 
         m.submodules.pending = pending = SyncFIFOBuffered(width=desc_l.size, depth=depth)
         m.submodules.ready_q = ready_q = SyncFIFOBuffered(width=ready_l.size, depth=depth)
-        m.submodules.out_q = out_q = SyncFIFOBuffered(width=egress_l.size, depth=8)
+        m.submodules.out_q = out_q = SyncFIFOBuffered(width=out_l.size, depth=8)
         m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[])
         buf_wr = buf.write_port()
         buf_rd = buf.read_port()
@@ -93,7 +104,7 @@ class Multicast(wiring.Component):
         m.d.comb += stored.eq(rb.data)
         if convert:
             ovfs = []
-            with m.If(head.header.dtype == layouts.DType.BF16):
+            with m.If(head.meta.dtype == layouts.DType.BF16):
                 for i in range(L):
                     cv = FP32ToBF16()
                     m.submodules[f"narrow{i}"] = cv
@@ -127,7 +138,7 @@ class Multicast(wiring.Component):
         # ---- replicate from the buffer ----
         cur = data.View(ready_l, ready_q.r_data)
         dest = Signal(8)
-        beat = Signal(16)
+        beat = Signal(layouts.bits_for(p.beats))
         inflight = Signal()
         # Registered: with at most one beat in flight, room for one more.
         space = Signal()
@@ -149,34 +160,29 @@ class Multicast(wiring.Component):
             with m.Else():
                 m.d.sync += beat.eq(beat + 1)
 
-        # The RESULT header of the beat being read (registered alongside the RAM read).
-        hdr = Signal(layouts.Header)
-        last = Signal()
-        src = cur.desc.header
+        # The RESULT of the beat being read (registered alongside the RAM read).
+        ent = Signal(out_l)
+        src = cur.desc.meta
         m.d.sync += [
-            last.eq(last_beat),
-            hdr.version.eq(protocol.VERSION),
-            hdr.type.eq(layouts.MsgType.RESULT),
-            hdr.reserved.eq(0),
-            hdr.ver.eq(src.ver),
-            hdr.job.eq(src.job),
-            hdr.dtype.eq(src.dtype),
-            hdr.op.eq(src.op),
-            hdr.slot.eq(src.slot),
-            hdr.worker.eq(Mux(cur.desc.multicast, dest, src.worker)),
-            hdr.offset.eq(src.offset),
-            hdr.count.eq(src.count),
-            hdr.status.eq(cur.desc.n | (cur.nan << 8) | (cur.ovf << 9)),
+            ent.meta.eq(src),
+            ent.meta.worker.eq(Mux(cur.desc.multicast, dest, src.worker)),
+            ent.status.eq(cur.desc.n | (cur.nan << 8) | (cur.ovf << 9)),
+            ent.tag.eq(cur.desc.tag),
+            ent.last.eq(last_beat),
         ]
-        eg = data.View(egress_l, out_q.w_data)
-        tag = Signal(layouts.TAG_BITS)
-        m.d.sync += tag.eq(cur.desc.tag)
+        eg = data.View(out_l, out_q.w_data)
         m.d.comb += [
-            eg.header.eq(hdr), eg.tag.eq(tag), eg.last.eq(last), eg.data.eq(buf_rd.data),
+            eg.meta.eq(ent.meta), eg.status.eq(ent.status), eg.tag.eq(ent.tag),
+            eg.last.eq(ent.last), eg.data.eq(buf_rd.data),
             out_q.w_en.eq(inflight),
         ]
+        head_out = data.View(out_l, out_q.r_data)
+        m.d.comb += layouts.result_header(self.o.payload.header, head_out.meta,
+                                          worker=head_out.meta.worker, status=head_out.status)
         m.d.comb += [
-            self.o.payload.eq(out_q.r_data),
+            self.o.payload.tag.eq(head_out.tag),
+            self.o.payload.last.eq(head_out.last),
+            self.o.payload.data.eq(head_out.data),
             self.o.valid.eq(out_q.r_rdy),
             out_q.r_en.eq(self.o.ready),
         ]

@@ -20,11 +20,11 @@ def copy_state(params: Params) -> data.StructLayout:
     """One copy of a slot: contributor bitmap, count, done flag, round metadata."""
     return data.StructLayout({
         "bits": unsigned(params.workers),
-        "n": unsigned(8),
+        "n": unsigned(layouts.bits_for(params.workers + 1)),
         "done": unsigned(1),
         "dtype": layouts.DType,
         "op": layouts.Op,
-        "count": unsigned(16),
+        "count": unsigned(layouts.bits_for(params.elements + 1)),
         "offset": unsigned(32),
     })
 
@@ -47,12 +47,12 @@ def acc_word(params: Params) -> data.StructLayout:
 def result_desc(params: Params) -> data.StructLayout:
     """A RESULT to send: the round's header fields and its destinations."""
     return data.StructLayout({
-        "header": layouts.Header,     # round metadata; worker = unicast destination
+        "meta": layouts.message_meta(params),  # the round; worker = unicast destination
         "tag": unsigned(layouts.TAG_BITS),
-        "multicast": unsigned(1),     # to workers 0..workers-1, else to header.worker
+        "multicast": unsigned(1),     # to workers 0..workers-1, else to meta.worker
         "workers": unsigned(8),
-        "n": unsigned(8),
-        "beats": unsigned(16),
+        "n": unsigned(layouts.bits_for(params.workers + 1)),
+        "beats": unsigned(layouts.bits_for(params.beats + 1)),
     })
 
 
@@ -183,7 +183,7 @@ class SlotTable(wiring.Component):
 
         # ---------------- the message at the head: state lookup ----------------
         N = self.desc.payload
-        hdr = N.header
+        hdr = N.meta
         m.d.comb += [st_rd.addr.eq(N.slot_abs), st_rd.en.eq(1)]
         # Cycles N has been at the head, saturating at 3: the state read for it
         # is registered (1), its decision terms are registered (2), and a
@@ -218,21 +218,22 @@ class SlotTable(wiring.Component):
         ]
         with m.If(self.data.valid & self.data.ready):
             m.d.sync += wp.eq(wp + 1)
-        free_fin = Signal(17)        # payload beats of finished combines, in order
-        free_dec = Signal(17)        # payload beats of a message decided not to combine
+        free_fin = Signal(dbits + 2)       # payload beats of finished combines, in order
+        free_dec = Signal(dbits + 2)       # payload beats of a message decided not to combine
 
         # ---------------- the decided messages: a queue of two ----------------
+        bbits = layouts.bits_for(B + 1)
         ctx_l = data.StructLayout({
             "valid": unsigned(1), "rtx": unsigned(1),
-            "slot": unsigned(16), "first": unsigned(1), "result": unsigned(1),
-            "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(16),
-            "lastb": unsigned(16), "rem": unsigned(17),
-            "aaddr": acc_rd.addr.shape(), "daddr": unsigned(dbits), "dbeats": unsigned(16),
+            "slot": unsigned(layouts.bits_for(S)), "first": unsigned(1), "result": unsigned(1),
+            "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(bbits),
+            "lastb": unsigned(bbits), "rem": unsigned(layouts.bits_for(p.elements + 1)),
+            "aaddr": acc_rd.addr.shape(), "daddr": unsigned(dbits), "dbeats": unsigned(bbits),
             "done": unsigned(1),      # every beat issued; leaves the queue next cycle
             "blocked": unsigned(1),   # may not overtake the entry ahead of it
         })
         q = [Signal(ctx_l, name="q0"), Signal(ctx_l, name="q1")]
-        deferred = Signal(17)        # freed beats of messages that overtook q0
+        deferred = Signal(dbits + 2)       # freed beats of messages that overtook q0
 
         # Pipeline registers: s0 (RAM addresses), s1 (RAMs being read), s2
         # (RAM outputs registered: the lanes' inputs), then D lane stages.
@@ -409,8 +410,8 @@ class SlotTable(wiring.Component):
         fresh_round = (c.n == 0) | c.done
         n_new = Mux(fresh_round, 1, c.n + 1)
         complete = n_new == N.workers
-        pkt_beats = Signal(16)
-        c_beats = Signal(16)
+        pkt_beats = Signal(bbits)
+        c_beats = Signal(bbits)
         if L > 1:
             m.d.comb += [pkt_beats.eq((hdr.count + (L - 1)) >> (L - 1).bit_length()
                                       if L & (L - 1) == 0 else (hdr.count + L - 1) // L),
@@ -423,11 +424,11 @@ class SlotTable(wiring.Component):
         verdict_c = Signal(V)
         mode_c = Signal(2)
         needs_result_c = Signal()
-        res_beats_c = Signal(16)
+        res_beats_c = Signal(bbits)
         verdict = Signal(V)
         mode = Signal(2)
         needs_result = Signal()
-        res_beats = Signal(16)
+        res_beats = Signal(bbits)
         m.d.sync += [verdict.eq(verdict_c), mode.eq(mode_c), needs_result.eq(needs_result_c),
                      res_beats.eq(res_beats_c)]
         with m.If(N.verdict != V.ACCEPT):
@@ -516,7 +517,7 @@ class SlotTable(wiring.Component):
         rd = self.res_desc.payload
         m.d.comb += [
             self.res_desc.valid.eq(decide & needs_result),
-            rd.header.eq(hdr),
+            rd.meta.eq(hdr),
             rd.tag.eq(N.tag),
             rd.multicast.eq(verdict == V.ACCEPT),
             rd.workers.eq(N.workers),
@@ -524,8 +525,8 @@ class SlotTable(wiring.Component):
             rd.beats.eq(res_beats),
         ]
         with m.If(verdict == V.RETRANSMIT):
-            m.d.comb += [rd.header.dtype.eq(c.dtype), rd.header.op.eq(c.op),
-                         rd.header.count.eq(c.count), rd.header.offset.eq(c.offset)]
+            m.d.comb += [rd.meta.dtype.eq(c.dtype), rd.meta.op.eq(c.op),
+                         rd.meta.count.eq(c.count), rd.meta.offset.eq(c.offset)]
 
         m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s0.valid | s1.valid
                                  | s2.valid

@@ -17,11 +17,11 @@ def descriptor(params: Params) -> data.StructLayout:
     """What the validator tells the slot engine about one message."""
     return data.StructLayout({
         "verdict": layouts.Verdict,   # ACCEPT (passed every check) or the drop reason
-        "header": layouts.Header,
+        "meta": layouts.message_meta(params),
         "tag": unsigned(layouts.TAG_BITS),
-        "slot_abs": unsigned(16),     # job base + slot
+        "slot_abs": unsigned(layouts.bits_for(params.slots)),   # job base + slot
         "workers": unsigned(8),       # the job's W
-        "beats": unsigned(16),        # payload beats written to the data stream
+        "beats": unsigned(layouts.bits_for(params.beats + 1)),  # payload beats written
     })
 
 
@@ -104,38 +104,45 @@ class Validator(wiring.Component):
 
         # The checks travel with the beat through a small FIFO, so the
         # job table lookup and the comparisons end in a register.
+        # Only what an accepted message needs past the checks is kept.
+        beat_bits = layouts.bits_for(p.beats + 1)
         checked_l = data.StructLayout({
-            "beat": layouts.ingress_beat(L),
+            "meta": layouts.message_meta(p),
+            "tag": unsigned(layouts.TAG_BITS),
+            "last": unsigned(1),
+            "data": data.ArrayLayout(unsigned(32), L),
             "verdict": layouts.Verdict,
-            "expect": unsigned(16),
-            "slot_abs": unsigned(16),
+            "expect": unsigned(beat_bits),
+            "slot_abs": unsigned(layouts.bits_for(p.slots)),
             "workers": unsigned(8),
         })
         m.submodules.checked = checked = SyncFIFOBuffered(width=checked_l.size, depth=4)
         cin = data.View(checked_l, checked.w_data)
+        m.d.comb += layouts.meta_from_header(cin.meta, hdr)
         m.d.comb += [
-            cin.beat.eq(ibeat),
+            cin.tag.eq(ibeat.tag),
+            cin.last.eq(ibeat.last),
+            cin.data.eq(ibeat.data),
             cin.verdict.eq(verdict),
             cin.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
-            cin.slot_abs.eq((job.base + hdr.slot)[:16]),
+            cin.slot_abs.eq(job.base + hdr.slot),
             cin.workers.eq(job.workers),
             checked.w_en.eq(self.i.valid),
             self.i.ready.eq(checked.w_rdy),
         ]
         cout = data.View(checked_l, checked.r_data)
-        beat = cout.beat
-        hdr = beat.header
+        beat = cout
         beat_valid = checked.r_rdy
 
         # ---- per-message state, held from the first beat ----
         in_msg = Signal()            # a beat of this message has been seen
         held = Signal(descriptor(self._params))
-        remaining = Signal(16)       # beats still expected after those seen (floor 0)
+        remaining = Signal(beat_bits)  # beats still expected after those seen (floor 0)
 
         first = ~in_msg
         cur_verdict = Signal(layouts.Verdict)
-        cur_left = Signal(16)        # beats expected from this one on
-        cur_written = Signal(16)
+        cur_left = Signal(beat_bits)   # beats expected from this one on
+        cur_written = Signal(beat_bits)
         with m.If(first):
             m.d.comb += [
                 cur_verdict.eq(cout.verdict),
@@ -165,7 +172,7 @@ class Validator(wiring.Component):
             self.data.valid.eq(beat_valid & need_data & (~need_desc | self.desc.ready)),
             self.desc.valid.eq(beat_valid & need_desc & (~need_data | self.data.ready)),
             self.desc.payload.verdict.eq(final_verdict),
-            self.desc.payload.header.eq(Mux(first, hdr, held.header)),
+            self.desc.payload.meta.eq(Mux(first, cout.meta, held.meta)),
             self.desc.payload.tag.eq(Mux(first, beat.tag, held.tag)),
             self.desc.payload.slot_abs.eq(Mux(first, cout.slot_abs, held.slot_abs)),
             self.desc.payload.workers.eq(Mux(first, cout.workers, held.workers)),
@@ -186,7 +193,7 @@ class Validator(wiring.Component):
                     m.d.sync += remaining.eq(0)
                 with m.If(first):
                     m.d.sync += [
-                        held.header.eq(hdr),
+                        held.meta.eq(cout.meta),
                         held.tag.eq(beat.tag),
                         held.slot_abs.eq(cout.slot_abs),
                         held.workers.eq(cout.workers),
