@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.boards.uart import UARTRx, UARTTx, _check_divisor
 from netagg.hdl import layouts
 from netagg.hdl.core import NetaggCore
+from netagg.hdl.fifo import BufferedFIFO
 from netagg.params import Params
 from netagg.sim import host_uart as hu
 
@@ -238,7 +238,6 @@ class CoreBridge(wiring.Component):
                 with m.If(init_done):
                     m.next = "RECV"
             with m.State("RECV"):
-                mb = idx - 3                  # byte index within the message
                 # A SYNC is a barrier: nothing after it is handled before its reply.
                 m.d.comb += dec.o.ready.eq(~sync_pending)
                 with m.If(byte_ok):
@@ -250,11 +249,8 @@ class CoreBridge(wiring.Component):
                     m.d.sync += cbuf.eq(Cat(b, cbuf[:48]))
                     with m.If((idx >= 1) & (idx < 3)):
                         m.d.sync += tag.eq(Cat(b, tag[:8]))
-                    with m.If((idx >= 3) & (idx < 19)):
-                        with m.Switch(mb[:4]):
-                            for k in range(16):
-                                with m.Case(k):
-                                    m.d.sync += hdr[8 * (15 - k):8 * (16 - k)].eq(b)
+                    with m.If((idx >= 3) & (idx < 19)):     # big-endian: shifted in
+                        m.d.sync += hdr.eq(Cat(b, hdr[:120]))
                     with m.If(idx >= 19):
                         new = Mux(ebyte == 0, b, Cat(b, elem[:24]))
                         m.d.sync += elem.eq(new)
@@ -333,7 +329,7 @@ class CoreBridge(wiring.Component):
                 m.next = "RECV"
 
         # ---- verdicts ---------------------------------------------------
-        m.submodules.vq = vq = SyncFIFOBuffered(width=20, depth=16)
+        m.submodules.vq = vq = BufferedFIFO(width=20, depth=16)
         m.d.comb += [vq.w_data.eq(core.v.payload.as_value()), vq.w_en.eq(core.v.valid),
                      verdict_overflow.eq(core.v.valid & ~vq.w_rdy)]
         vcode = vq.r_data[:4]
@@ -473,7 +469,7 @@ class UARTBridge(wiring.Component):
         m.submodules.bridge = br = self._bridge
         m.submodules.urx = urx = UARTRx(self._divisor)
         m.submodules.utx = utx = UARTTx(self._divisor)
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=8, depth=self._rx_fifo)
+        m.submodules.fifo = fifo = BufferedFIFO(width=8, depth=self._rx_fifo)
         m.d.comb += [urx.rx.eq(self.rx), self.tx.eq(utx.tx),
                      fifo.w_data.eq(urx.o.payload), fifo.w_en.eq(urx.o.valid),
                      urx.o.ready.eq(fifo.w_rdy),

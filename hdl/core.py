@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import JobTable
 from netagg.hdl.multicast import Multicast
 from netagg.hdl.slot_table import SlotTable
@@ -67,7 +67,7 @@ class NetaggCore(wiring.Component):
 
         m.submodules.jobs = jobs = JobTable(p)
         m.submodules.validator = val = Validator(p)
-        m.submodules.desc_q = desc_q = SyncFIFOBuffered(width=descriptor(p).size,
+        m.submodules.desc_q = desc_q = BufferedFIFO(width=descriptor(p).size,
                                                          depth=fifo_depth)
         m.submodules.slots = slots = SlotTable(p, result_beats=result_depth,
                                                data_beats=fifo_depth,

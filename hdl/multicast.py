@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.fp import FP32ToBF16
+from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.slot_table import result_beat, result_desc
 from netagg.params import Params
 
@@ -83,12 +84,13 @@ class Multicast(wiring.Component):
         beat_l = data.ArrayLayout(unsigned(32), L)
         out_l = _out_entry(p)
 
-        m.submodules.pending = pending = SyncFIFOBuffered(width=desc_l.size, depth=depth)
-        m.submodules.ready_q = ready_q = SyncFIFOBuffered(width=ready_l.size, depth=depth)
-        m.submodules.out_q = out_q = SyncFIFOBuffered(width=out_l.size, depth=8)
-        m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[])
+        m.submodules.pending = pending = BufferedFIFO(width=desc_l.size, depth=depth)
+        m.submodules.ready_q = ready_q = BufferedFIFO(width=ready_l.size, depth=depth)
+        m.submodules.out_q = out_q = BufferedFIFO(width=out_l.size, depth=8)
+        # Never read where it is written in the same cycle (credit): no bypass logic.
+        m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[],
+                                        attrs=NO_RW_CHECK)
         buf_wr = buf.write_port()
-        buf_rd = buf.read_port()
 
         # ---- descriptors wait for their beats ----
         m.d.comb += [
@@ -146,7 +148,7 @@ class Multicast(wiring.Component):
         issue = ready_q.r_rdy & space
         last_beat = beat == cur.lastb
         last_dest = dest == cur.lastw
-        m.d.comb += [buf_rd.addr.eq(cur.start + beat), buf_rd.en.eq(1)]
+        buf_data = registered_read(m, buf, cur.start + beat, name="buf_data")
         m.d.sync += inflight.eq(issue)
         with m.If(issue):
             with m.If(last_beat):
@@ -173,7 +175,7 @@ class Multicast(wiring.Component):
         eg = data.View(out_l, out_q.w_data)
         m.d.comb += [
             eg.meta.eq(ent.meta), eg.status.eq(ent.status), eg.tag.eq(ent.tag),
-            eg.last.eq(ent.last), eg.data.eq(buf_rd.data),
+            eg.last.eq(ent.last), eg.data.eq(buf_data),
             out_q.w_en.eq(inflight),
         ]
         head_out = data.View(out_l, out_q.r_data)

@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
 from netagg.hdl.lane import Lane
+from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.validator import descriptor, payload_beat
 from netagg.params import Params
 
@@ -148,8 +149,10 @@ class SlotTable(wiring.Component):
         V = layouts.Verdict
 
         # ---------------- memories ----------------
-        m.submodules.state_mem = state_mem = Memory(shape=slot_state(p), depth=S, init=[])
-        st_rd = state_mem.read_port()
+        # A slot word is never used as read in the cycle it is written (decisions
+        # re-read the state), nor a payload beat: no read-during-write logic.
+        m.submodules.state_mem = state_mem = Memory(shape=slot_state(p), depth=S, init=[],
+                                                    attrs=NO_RW_CHECK)
         st_wr = state_mem.write_port()
         m.submodules.acc_mem = acc_mem = Memory(shape=acc_word(p), depth=2 * S * B, init=[])
         acc_wr = acc_mem.write_port()
@@ -184,7 +187,7 @@ class SlotTable(wiring.Component):
         # ---------------- the message at the head: state lookup ----------------
         N = self.desc.payload
         hdr = N.meta
-        m.d.comb += [st_rd.addr.eq(N.slot_abs), st_rd.en.eq(1)]
+        st_rd_data = registered_read(m, state_mem, N.slot_abs, name="st_rd_data")
         # Cycles N has been at the head, saturating at 3: the state read for it
         # is registered (1), its decision terms are registered (2), and a
         # decision needs them (3). Decisions are thus at least 4 cycles apart,
@@ -200,9 +203,9 @@ class SlotTable(wiring.Component):
         # overtake one of another slot that waits on a hazard.
         DB = self._data_beats
         dbits = max(1, (DB - 1).bit_length())
-        m.submodules.data_mem = data_mem = Memory(shape=payload_beat(p), depth=DB, init=[])
+        m.submodules.data_mem = data_mem = Memory(shape=payload_beat(p), depth=DB, init=[],
+                                                  attrs=NO_RW_CHECK)
         d_wr = data_mem.write_port()
-        d_rd = data_mem.read_port()
         wp = Signal(dbits + 1)       # beats written (mod 2 DB)
         fp = Signal(dbits + 1)       # beats freed
         dptr = Signal(dbits + 1)     # first beat of the message at the FIFO head
@@ -310,10 +313,9 @@ class SlotTable(wiring.Component):
             s0_op.eq(e.op),
             s0_daddr.eq(e.daddr),
         ]
-        m.d.comb += [acc_rd.addr.eq(s0.addr), acc_rd.en.eq(1),
-                     d_rd.addr.eq(s0_daddr), d_rd.en.eq(1)]
+        m.d.comb += [acc_rd.addr.eq(s0.addr), acc_rd.en.eq(1)]
         m.d.sync += [s1.eq(s0), s1_dtype.eq(s0_dtype), s1_op.eq(s0_op)]
-        s1_b = d_rd.data
+        s1_b = registered_read(m, data_mem, s0_daddr, name="s1_b")
 
         # The queue after this cycle's issue.
         qu = [Signal(ctx_l, name="q0_next"), Signal(ctx_l, name="q1_next")]
@@ -396,7 +398,7 @@ class SlotTable(wiring.Component):
 
         # ---------------- the decision for N ----------------
         st = Signal(slot_state(p))
-        m.d.sync += st.eq(st_rd.data)
+        m.d.sync += st.eq(st_rd_data)
         ver = hdr.ver
         c = st[ver]
         o = st[~ver]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import job_entry
 from netagg.params import Params
 from netagg.sim import protocol
@@ -116,7 +116,7 @@ class Validator(wiring.Component):
             "slot_abs": unsigned(layouts.bits_for(p.slots)),
             "workers": unsigned(8),
         })
-        m.submodules.checked = checked = SyncFIFOBuffered(width=checked_l.size, depth=4)
+        m.submodules.checked = checked = BufferedFIFO(width=checked_l.size, depth=3)
         cin = data.View(checked_l, checked.w_data)
         m.d.comb += layouts.meta_from_header(cin.meta, hdr)
         m.d.comb += [

@@ -1,0 +1,32 @@
+"""Block RAM read ports for memories whose reads never need the data being
+written in the same cycle."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Signal
+from amaranth.lib.memory import Memory
+
+NO_RW_CHECK = {"no_rw_check": 1}
+"""Memory attributes: read-during-write of one entry is a don't-care."""
+
+
+def registered_read(m, memory: Memory, addr, *, en=1, name: str):
+    """A synchronous read port of ``memory`` (created with ``attrs=NO_RW_CHECK``)
+    built as an asynchronous read and a register without reset, so that Yosys
+    merges the register into the RAM's read port and honours
+    ``no_rw_check``: no read-during-write bypass logic. Returns the data
+    (``memory.shape``), valid the cycle after ``addr`` with ``en`` high, held
+    while ``en`` is low. Same timing as ``memory.read_port()`` with
+    non-transparent reads; the caller guarantees it never uses data read
+    from an entry written in the same cycle."""
+    if memory.attrs.get("no_rw_check") != 1:
+        raise ValueError(f"{name}: the memory must be created with attrs=NO_RW_CHECK")
+    port = memory.read_port(domain="comb")
+    data = Signal(memory.shape, name=name, reset_less=True)
+    m.d.comb += port.addr.eq(addr)
+    if isinstance(en, int) and en == 1:
+        m.d.sync += data.eq(port.data)
+    else:
+        with m.If(en):
+            m.d.sync += data.eq(port.data)
+    return data
