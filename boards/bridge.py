@@ -40,7 +40,8 @@ FrameByte = data.StructLayout({"data": 8, "end": 1})
 TxByte = data.StructLayout({"data": 8, "last": 1})
 """A byte of a frame to send; ``last`` marks the frame's final byte."""
 
-_SHORT_BYTES = 19      # the longest fixed part: RESULT type + tag + header
+_SHORT_BYTES = 7       # the longest short frame: CTRLREP type + addr + data
+_RESULT_HEAD = 19      # a RESULT frame's fixed part: type + tag + header
 
 
 def _pow2_at_least(n: int) -> int:
@@ -338,6 +339,7 @@ class CoreBridge(wiring.Component):
         # ---- transmit: frames to the host -------------------------------
         shreg = Signal(8 * _SHORT_BYTES)
         nleft = Signal(range(_SHORT_BYTES + 1))
+        hb = Signal(range(_RESULT_HEAD))      # byte of a RESULT frame's fixed part
         remaining = Signal(16)
         rbf16 = Signal()
         lanes = Signal(32 * L)
@@ -384,9 +386,7 @@ class CoreBridge(wiring.Component):
                     m.next = "SHORT"
                 with m.Elif(core.o.valid):
                     op = core.o.payload
-                    m.d.sync += [*load((Const(hu.RESULT, 8), 1), (op.tag, 2),
-                                       (op.header.as_value(), 16)),
-                                 remaining.eq(op.header.count),
+                    m.d.sync += [hb.eq(0), remaining.eq(op.header.count),
                                  rbf16.eq(op.header.dtype == layouts.DType.BF16)]
                     m.next = "HEAD"
                 with m.Elif(sync_pending & (quiet == 7)):
@@ -400,10 +400,15 @@ class CoreBridge(wiring.Component):
                     with m.If(nleft == 1):
                         m.next = "IDLE"
             with m.State("HEAD"):
-                m.d.comb += [fb.valid.eq(1), fb.payload.data.eq(shreg[-8:])]
+                # The egress beat is held (not ready) while its header is sent.
+                op = core.o.payload
+                hv = op.header.as_value()
+                head = Cat(Const(hu.RESULT, 8), op.tag[8:], op.tag[:8],  # first byte first
+                           *[hv[8 * (15 - k):8 * (16 - k)] for k in range(16)])
+                m.d.comb += [fb.valid.eq(1), fb.payload.data.eq(head.word_select(hb, 8))]
                 with m.If(fb.ready):
-                    m.d.sync += [shreg.eq(shreg << 8), nleft.eq(nleft - 1)]
-                    with m.If(nleft == 1):
+                    m.d.sync += hb.eq(hb + 1)
+                    with m.If(hb == _RESULT_HEAD - 1):
                         m.d.sync += want.eq(1)
                         m.next = "LOAD"
             with m.State("LOAD"):

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from netagg.boards import report as _report
+from netagg.hdl.ram import YOSYS_AFTER_READ
 from netagg.params import Params
 
 TOOL_ENV = {
@@ -165,6 +166,7 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     start = time.monotonic()
     try:
         platform.build(top, name=name, build_dir=str(outdir), do_program=False,
+                       script_after_read=YOSYS_AFTER_READ,
                        nextpnr_opts="--report nextpnr_report.json --timing-allow-fail")
     except subprocess.CalledProcessError as e:
         where = _failure(outdir / f"{name}.tim", f"exit status {e.returncode}")
@@ -223,6 +225,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     (outdir / "netagg_core.il").write_text(rtlil.convert(core, name="netagg_core"))
     (outdir / "netagg_core.ys").write_text(
         "read_rtlil netagg_core.il\n"
+        f"{YOSYS_AFTER_READ}\n"
         "synth_ecp5 -top netagg_core\n"
         "stat\n"
         "write_json netagg_core.json\n")

@@ -16,12 +16,24 @@ from netagg.hdl.slot_table import result_beat, result_desc
 from netagg.params import Params
 
 
-def _ready_desc(params: Params, buf_bits: int) -> data.StructLayout:
+def _pending_entry(params: Params) -> data.StructLayout:
+    """A RESULT waiting to be (or being) sent, as the slot table described it,
+    with its loop bounds precomputed."""
     return data.StructLayout({
-        "desc": result_desc(params),
-        "start": unsigned(buf_bits),
+        "meta": layouts.message_meta(params),
+        "tag": unsigned(layouts.TAG_BITS),
+        "multicast": unsigned(1),
+        "n": unsigned(layouts.bits_for(params.workers + 1)),
+        "beats": unsigned(layouts.bits_for(params.beats + 1)),
         "lastb": unsigned(layouts.bits_for(params.beats)),   # beats - 1
         "lastw": unsigned(8),        # the last destination: workers - 1 (multicast) or 0
+    })
+
+
+def _stored_entry(buf_bits: int) -> data.StructLayout:
+    """A RESULT whose beats are in the buffer: where, and their flags."""
+    return data.StructLayout({
+        "start": unsigned(buf_bits),
         "nan": unsigned(1),
         "ovf": unsigned(1),
     })
@@ -79,38 +91,45 @@ class Multicast(wiring.Component):
         p = self._params
         L, depth = p.lanes, self._depth
         abits = max(1, (depth - 1).bit_length())
-        desc_l = result_desc(p)
-        ready_l = _ready_desc(p, abits)
+        pend_l = _pending_entry(p)
+        stored_l = _stored_entry(abits)
         beat_l = data.ArrayLayout(unsigned(32), L)
         out_l = _out_entry(p)
 
-        m.submodules.pending = pending = BufferedFIFO(width=desc_l.size, depth=depth)
-        m.submodules.ready_q = ready_q = BufferedFIFO(width=ready_l.size, depth=depth)
+        # RESULTs in order: described (``pending``, from the descriptor until
+        # the last copy has left) and stored (``stored``, once the last beat
+        # is in the buffer).
+        m.submodules.pending = pending = BufferedFIFO(width=pend_l.size, depth=depth)
+        m.submodules.stored = stored_q = BufferedFIFO(width=stored_l.size, depth=depth)
         m.submodules.out_q = out_q = BufferedFIFO(width=out_l.size, depth=8)
         # Never read where it is written in the same cycle (credit): no bypass logic.
         m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[],
                                         attrs=NO_RW_CHECK)
         buf_wr = buf.write_port()
 
-        # ---- descriptors wait for their beats ----
+        rd = self.res_desc.payload
+        pin = data.View(pend_l, pending.w_data)
         m.d.comb += [
-            pending.w_data.eq(self.res_desc.payload),
+            pin.meta.eq(rd.meta), pin.tag.eq(rd.tag), pin.multicast.eq(rd.multicast),
+            pin.n.eq(rd.n), pin.beats.eq(rd.beats), pin.lastb.eq(rd.beats - 1),
+            pin.lastw.eq(Mux(rd.multicast, rd.workers - 1, 0)),
             pending.w_en.eq(self.res_desc.valid),
             self.res_desc.ready.eq(pending.w_rdy),
         ]
-        head = data.View(desc_l, pending.r_data)
+
+        # ---- beats into the buffer ----
         rb = self.res_beat.payload
         convert = (p.bf16_accumulate == "fp32" and "bf16" in p.dtypes)
-        stored = Signal(beat_l)
+        beat_in = Signal(beat_l)
         conv_ovf = Signal()
-        m.d.comb += stored.eq(rb.data)
+        m.d.comb += beat_in.eq(rb.data)
         if convert:
             ovfs = []
-            with m.If(head.meta.dtype == layouts.DType.BF16):
+            with m.If(rb.bf16):
                 for i in range(L):
                     cv = FP32ToBF16()
                     m.submodules[f"narrow{i}"] = cv
-                    m.d.comb += [cv.i.eq(rb.data[i]), stored[i].eq(cv.o)]
+                    m.d.comb += [cv.i.eq(rb.data[i]), beat_in[i].eq(cv.o)]
                     ovfs.append(cv.ovf & rb.mask[i])
                 m.d.comb += conv_ovf.eq(Cat(ovfs).any())
 
@@ -125,38 +144,37 @@ class Multicast(wiring.Component):
             m.d.comb += cur_start.eq(wp)
         nan_now = acc_nan & in_msg | rb.nan
         ovf_now = acc_ovf & in_msg | rb.ovf | conv_ovf
-        rd_in = data.View(ready_l, ready_q.w_data)
-        m.d.comb += [buf_wr.addr.eq(wp), buf_wr.data.eq(stored), buf_wr.en.eq(self.res_beat.valid),
-                     rd_in.desc.eq(head), rd_in.start.eq(cur_start),
-                     rd_in.lastb.eq(head.beats - 1),
-                     rd_in.lastw.eq(Mux(head.multicast, head.workers - 1, 0)),
-                     rd_in.nan.eq(nan_now), rd_in.ovf.eq(ovf_now)]
+        sin = data.View(stored_l, stored_q.w_data)
+        m.d.comb += [buf_wr.addr.eq(wp), buf_wr.data.eq(beat_in),
+                     buf_wr.en.eq(self.res_beat.valid),
+                     sin.start.eq(cur_start), sin.nan.eq(nan_now), sin.ovf.eq(ovf_now)]
         with m.If(self.res_beat.valid):
             m.d.sync += [wp.eq(wp + 1), start.eq(cur_start), acc_nan.eq(nan_now),
                          acc_ovf.eq(ovf_now), in_msg.eq(~rb.last)]
             with m.If(rb.last):
-                m.d.comb += [ready_q.w_en.eq(1), pending.r_en.eq(1)]
+                m.d.comb += stored_q.w_en.eq(1)
 
         # ---- replicate from the buffer ----
-        cur = data.View(ready_l, ready_q.r_data)
+        cur = data.View(pend_l, pending.r_data)    # a RESULT's descriptor precedes its beats
+        cur_st = data.View(stored_l, stored_q.r_data)
         dest = Signal(8)
         beat = Signal(layouts.bits_for(p.beats))
         inflight = Signal()
         # Registered: with at most one beat in flight, room for one more.
         space = Signal()
         m.d.sync += space.eq(out_q.level < out_q.depth - 3)
-        issue = ready_q.r_rdy & space
+        issue = stored_q.r_rdy & space
         last_beat = beat == cur.lastb
         last_dest = dest == cur.lastw
-        buf_data = registered_read(m, buf, cur.start + beat, name="buf_data")
+        buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
         m.d.sync += inflight.eq(issue)
         with m.If(issue):
             with m.If(last_beat):
                 m.d.sync += beat.eq(0)
                 with m.If(last_dest):
                     m.d.sync += dest.eq(0)
-                    m.d.comb += [ready_q.r_en.eq(1), self.free.valid.eq(1),
-                                 self.free.payload.eq(cur.desc.beats)]
+                    m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1),
+                                 self.free.valid.eq(1), self.free.payload.eq(cur.beats)]
                 with m.Else():
                     m.d.sync += dest.eq(dest + 1)
             with m.Else():
@@ -164,12 +182,12 @@ class Multicast(wiring.Component):
 
         # The RESULT of the beat being read (registered alongside the RAM read).
         ent = Signal(out_l)
-        src = cur.desc.meta
+        src = cur.meta
         m.d.sync += [
             ent.meta.eq(src),
-            ent.meta.worker.eq(Mux(cur.desc.multicast, dest, src.worker)),
-            ent.status.eq(cur.desc.n | (cur.nan << 8) | (cur.ovf << 9)),
-            ent.tag.eq(cur.desc.tag),
+            ent.meta.worker.eq(Mux(cur.multicast, dest, src.worker)),
+            ent.status.eq(cur.n | (cur_st.nan << 8) | (cur_st.ovf << 9)),
+            ent.tag.eq(cur.tag),
             ent.last.eq(last_beat),
         ]
         eg = data.View(out_l, out_q.w_data)
@@ -188,7 +206,7 @@ class Multicast(wiring.Component):
             self.o.valid.eq(out_q.r_rdy),
             out_q.r_en.eq(self.o.ready),
         ]
-        m.d.comb += self.busy.eq(pending.r_rdy | ready_q.r_rdy | out_q.r_rdy | inflight
-                                 | (pending.level != 0) | (ready_q.level != 0)
+        m.d.comb += self.busy.eq(pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
+                                 | (pending.level != 0) | (stored_q.level != 0)
                                  | (out_q.level != 0) | in_msg)
         return m

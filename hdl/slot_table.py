@@ -61,6 +61,7 @@ def result_beat(params: Params) -> data.StructLayout:
     return data.StructLayout({
         "data": data.ArrayLayout(unsigned(32), params.lanes),
         "mask": unsigned(params.lanes),   # lanes holding elements (< count)
+        "bf16": unsigned(1),              # a bf16 round (data widened to binary32)
         "nan": unsigned(1),
         "ovf": unsigned(1),
         "last": unsigned(1),
@@ -245,6 +246,7 @@ class SlotTable(wiring.Component):
                 "valid": unsigned(1), "rtx": unsigned(1), "addr": acc_rd.addr.shape(),
                 "mask": unsigned(L), "last": unsigned(1), "first": unsigned(1),
                 "result": unsigned(1), "nan": unsigned(1), "ovf": unsigned(1),
+                "bf16": unsigned(1),
             })
         s0 = Signal(meta_layout())
         s0_dtype = Signal(layouts.DType)
@@ -309,6 +311,7 @@ class SlotTable(wiring.Component):
             s0.last.eq(e.beat == e.lastb),
             s0.first.eq(e.first),
             s0.result.eq(e.result),
+            s0.bf16.eq(e.dtype == layouts.DType.BF16),
             s0_dtype.eq(e.dtype),
             s0_op.eq(e.op),
             s0_daddr.eq(e.daddr),
@@ -388,13 +391,14 @@ class SlotTable(wiring.Component):
         with m.If(out.valid & out.result):
             m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(out.mask),
                          rb.payload.nan.eq(new_nan), rb.payload.ovf.eq(new_ovf),
-                         rb.payload.last.eq(out.last)]
+                         rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16)]
             for i, lane in enumerate(lanes):
                 m.d.sync += rb.payload.data[i].eq(lane.o.payload.r)
         with m.Elif(s1.valid & s1.rtx):
             m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(s1.mask),
                          rb.payload.nan.eq(ar.nan), rb.payload.ovf.eq(ar.ovf),
-                         rb.payload.last.eq(s1.last), rb.payload.data.eq(ar.data)]
+                         rb.payload.last.eq(s1.last), rb.payload.bf16.eq(s1.bf16),
+                         rb.payload.data.eq(ar.data)]
 
         # ---------------- the decision for N ----------------
         st = Signal(slot_state(p))
@@ -481,7 +485,7 @@ class SlotTable(wiring.Component):
             new.slot.eq(N.slot_abs),
             new.first.eq(fresh_round),
             new.result.eq(needs_result),
-            new.dtype.eq(hdr.dtype),
+            new.dtype.eq(Mux(mode == _Mode.RETRANSMIT, c.dtype, hdr.dtype)),  # of the stored round
             new.op.eq(hdr.op),
             new.beat.eq(0),
             new.lastb.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats) - 1),

@@ -7,7 +7,6 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
-from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import job_entry
 from netagg.params import Params
 from netagg.sim import protocol
@@ -41,7 +40,7 @@ class Validator(wiring.Component):
     wrote (``desc.beats``), which the consumer discards.
 
     The job table is sampled as a message's first beat enters (the checks
-    are registered with the beat in a small FIFO). Throughput: one beat
+    are registered with the beat). Throughput: one beat
     per cycle while ``desc`` and ``data`` accept.
     """
 
@@ -102,9 +101,9 @@ class Validator(wiring.Component):
         with m.Else():
             m.d.comb += verdict.eq(layouts.Verdict.ACCEPT)
 
-        # The checks travel with the beat through a small FIFO, so the
-        # job table lookup and the comparisons end in a register.
-        # Only what an accepted message needs past the checks is kept.
+        # The checks travel with the beat through a register stage, so the
+        # job table lookup and the comparisons end in a register. Only what
+        # an accepted message needs past the checks is kept.
         beat_bits = layouts.bits_for(p.beats + 1)
         checked_l = data.StructLayout({
             "meta": layouts.message_meta(p),
@@ -116,8 +115,10 @@ class Validator(wiring.Component):
             "slot_abs": unsigned(layouts.bits_for(p.slots)),
             "workers": unsigned(8),
         })
-        m.submodules.checked = checked = BufferedFIFO(width=checked_l.size, depth=3)
-        cin = data.View(checked_l, checked.w_data)
+        cin = Signal(checked_l)
+        cout = Signal(checked_l)
+        beat_valid = Signal()
+        can = Signal()               # the registered beat moves on this cycle
         m.d.comb += layouts.meta_from_header(cin.meta, hdr)
         m.d.comb += [
             cin.tag.eq(ibeat.tag),
@@ -127,12 +128,13 @@ class Validator(wiring.Component):
             cin.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
             cin.slot_abs.eq(job.base + hdr.slot),
             cin.workers.eq(job.workers),
-            checked.w_en.eq(self.i.valid),
-            self.i.ready.eq(checked.w_rdy),
+            self.i.ready.eq(~beat_valid | can),
         ]
-        cout = data.View(checked_l, checked.r_data)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [cout.eq(cin), beat_valid.eq(1)]
+        with m.Elif(can):
+            m.d.sync += beat_valid.eq(0)
         beat = cout
-        beat_valid = checked.r_rdy
 
         # ---- per-message state, held from the first beat ----
         in_msg = Signal()            # a beat of this message has been seen
@@ -165,8 +167,8 @@ class Validator(wiring.Component):
         # A beat moves when everything it needs to push can be pushed.
         need_data = write_beat
         need_desc = beat.last
-        can = (~need_data | self.data.ready) & (~need_desc | self.desc.ready)
-        m.d.comb += checked.r_en.eq(can)
+        m.d.comb += can.eq(beat_valid & (~need_data | self.data.ready)
+                           & (~need_desc | self.desc.ready))
         m.d.comb += [
             self.data.payload.eq(beat.data),
             self.data.valid.eq(beat_valid & need_data & (~need_desc | self.desc.ready)),
@@ -198,6 +200,6 @@ class Validator(wiring.Component):
                         held.slot_abs.eq(cout.slot_abs),
                         held.workers.eq(cout.workers),
                     ]
-        m.d.comb += self.busy.eq(in_msg | checked.r_rdy | (checked.level != 0))
+        m.d.comb += self.busy.eq(in_msg | beat_valid)
         return m
 
