@@ -50,6 +50,7 @@ class Board:
     device: str          # for the report
     platform: str        # amaranth_boards class, "module:Class"
     kind: str            # "bridge" or "selftest"
+    fp_stages: int | None = None   # adder pipeline when not given (None: the lanes' default)
 
 
 BOARDS = {
@@ -59,7 +60,8 @@ BOARDS = {
                               "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
                               "selftest"),
     "icebreaker": Board("icebreaker", "ice40", "iCE40UP5K-SG48",
-                        "amaranth_boards.icebreaker:ICEBreakerPlatform", "bridge"),
+                        "amaranth_boards.icebreaker:ICEBreakerPlatform", "bridge",
+                        fp_stages=0),   # 12 MHz: no adder pipeline needed, fewer cells
 }
 
 ECP5_DEVICES = {
@@ -146,11 +148,16 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     if ooc or board == "ooc-ecp5":
         if board not in ("ooc-ecp5", "ulx3s", "colorlight-5a75b"):
             raise ValueError(f"no out-of-context build for board {board!r} (use ooc-ecp5)")
+        if jobs is not None:
+            raise ValueError("a job table is loaded by the bridge boards' tops, "
+                             "not by the out-of-context core")
         return build_ooc(params, outdir, fp_stages=fp_stages, device=device, freq_mhz=freq_mhz)
     if board not in BOARDS:
         raise ValueError(f"unknown board {board!r} (choose from "
                          f"{', '.join([*BOARDS, 'ooc-ecp5'])})")
     spec = BOARDS[board]
+    if fp_stages is None:
+        fp_stages = spec.fp_stages
     jobs = _load_jobs(jobs, params)
     tool_environment()
     import importlib

