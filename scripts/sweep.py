@@ -3,7 +3,8 @@
 lanes and dtype sets (netagg.boards.build.build_ooc), as JSON and a plot.
 
     python scripts/sweep.py --lanes 1,2,4,8,16 --dtype-sets "int32;fp32;bf16;int32,fp32,bf16" \
-        --out build/sweep
+        --out build/sweep [--parallel 2]
+    python scripts/sweep.py --merge A/sweep.json B/sweep.json --out build/sweep
 
 Each point is one Yosys + nextpnr run (minutes each for the larger cores).
 Figures are what nextpnr measured; nothing is extrapolated.
@@ -32,6 +33,51 @@ def core_commit() -> str | None:
     return head + ("-dirty" if dirty else "")
 
 
+def _measure(L: int, dtypes: tuple, args) -> dict:
+    """One sweep point: an out-of-context build; a tool failure is recorded."""
+    from netagg.boards.build import BuildError, build_ooc
+    from netagg.params import Params
+
+    p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
+               jobs=args.jobs, dtypes=dtypes)
+    name = f"L{L}-{'+'.join(dtypes)}"
+    try:
+        rep = build_ooc(p, Path(args.out) / name, device=args.device, freq_mhz=args.freq)
+    except BuildError as e:         # a tool failure ends this point, not the sweep
+        return {"lanes": L, "dtypes": list(dtypes), "error": str(e), "params": p.to_dict()}
+    clk = next(iter(rep["clocks"].values()), {"fmax_mhz": None})
+    return {"lanes": L, "dtypes": list(dtypes), "lut": rep["resources"]["LUT"]["used"],
+            "ff": rep["resources"]["FF"]["used"], "bram": rep["resources"]["BRAM"]["used"],
+            "fmax_mhz": clk["fmax_mhz"], "build_seconds": rep["build_seconds"],
+            "params": p.to_dict()}
+
+
+def _describe(pt: dict) -> str:
+    name = f"L{pt['lanes']}-{'+'.join(pt['dtypes'])}"
+    if "error" in pt:
+        return f"{name}: FAILED: {pt['error']}"
+    return f"{name}: {pt['lut']} LUT, {pt['fmax_mhz']} MHz, {pt['build_seconds']} s"
+
+
+def plot(points: list, sets: list, path: Path, device: str, freq: float) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for dtypes in sets:
+        pts = sorted((q for q in points if tuple(q["dtypes"]) == tuple(dtypes)
+                      and "error" not in q), key=lambda q: q["lanes"])
+        label = "+".join(dtypes)
+        a1.plot([q["lanes"] for q in pts], [q["lut"] for q in pts], "o-", label=label)
+        a2.plot([q["lanes"] for q in pts], [q["fmax_mhz"] for q in pts], "o-", label=label)
+    a1.set(xscale="log", xlabel="lanes L", ylabel="LUTs (TRELLIS_COMB)", title=device)
+    a2.set(xscale="log", xlabel="lanes L", ylabel="Fmax (MHz)", title="out of context")
+    a2.axhline(freq, color="grey", ls="--")
+    a1.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lanes", default="1,2,4,8,16", help="comma list of L")
@@ -45,6 +91,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--freq", type=float, default=150.0, help="constraint, MHz")
     ap.add_argument("--device", default="LFE5U-85F")
+    ap.add_argument("--parallel", type=int, default=1, metavar="N",
+                    help="builds at a time (each tool is single-threaded)")
+    ap.add_argument("--merge", nargs="+", metavar="SWEEP.json",
+                    help="build nothing: combine these sweeps' points into one JSON and plot")
     ap.add_argument("--out", default="build/sweep", help="build directory")
     ap.add_argument("--json", help="results JSON (default OUT/sweep.json)")
     ap.add_argument("--plot", help="plot PNG (default OUT/sweep.png)")
@@ -52,62 +102,61 @@ def main(argv=None) -> int:
 
     from tqdm import tqdm
 
-    from netagg.boards.build import BuildError, build_ooc
-    from netagg.params import Params
-
-    lanes = [int(x) for x in args.lanes.split(",")]
-    sets = [tuple(s.split(",")) for s in args.dtype_sets.split(";")]
     out = Path(args.out)
     json_path = Path(args.json or out / "sweep.json")
     json_path.parent.mkdir(parents=True, exist_ok=True)
+    plot_path = Path(args.plot or out / "sweep.png")
     head = {"device": args.device, "constraint_mhz": args.freq, "commit": core_commit(),
             "command": " ".join(["scripts/sweep.py",
                                  *(argv if argv is not None else sys.argv[1:])])}
-    points = []
+
+    if args.merge:
+        parts = [json.loads(Path(f).read_text()) for f in args.merge]
+        keys = {(q["device"], q["constraint_mhz"], q["commit"]) for q in parts}
+        if len(keys) != 1:
+            raise SystemExit(f"sweep.py: the sweeps differ in device, constraint or core "
+                             f"commit: {sorted(keys, key=str)}")
+        device, freq, commit = keys.pop()
+        points = [pt for q in parts for pt in q["points"]]
+        sets = list(dict.fromkeys(tuple(pt["dtypes"]) for pt in points))
+        merged = {"device": device, "constraint_mhz": freq, "commit": commit,
+                  "command": [q["command"] for q in parts], "points": points}
+        json_path.write_text(json.dumps(merged, indent=1) + "\n")
+        plot(points, sets, plot_path, device, freq)
+        for pt in points:
+            print(_describe(pt))
+        print(f"wrote {json_path} and {plot_path}")
+        return 0
+
+    lanes = [int(x) for x in args.lanes.split(",")]
+    sets = [tuple(s.split(",")) for s in args.dtype_sets.split(";")]
     todo = [(L, d) for d in sets for L in lanes]
     if args.points:
         todo = [(int(pt.split(":")[0]), tuple(pt.split(":")[1].split(",")))
                 for pt in args.points.split(";")]
         sets = list(dict.fromkeys(d for _, d in todo))
-    for L, dtypes in tqdm(todo, desc="sweep", unit="build"):
-        p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
-                   jobs=args.jobs, dtypes=dtypes)
-        name = f"L{L}-{'+'.join(dtypes)}"
-        try:
-            rep = build_ooc(p, out / name, device=args.device, freq_mhz=args.freq)
-        except BuildError as e:         # a tool failure ends this point, not the sweep
-            points.append({"lanes": L, "dtypes": list(dtypes), "error": str(e),
-                           "params": p.to_dict()})
-            tqdm.write(f"{name}: FAILED: {e}")
-            json_path.write_text(json.dumps({**head, "points": points}, indent=1) + "\n")
-            continue
-        clk = next(iter(rep["clocks"].values()), {"fmax_mhz": None})
-        points.append({"lanes": L, "dtypes": list(dtypes), "lut": rep["resources"]["LUT"]["used"],
-                       "ff": rep["resources"]["FF"]["used"],
-                       "bram": rep["resources"]["BRAM"]["used"],
-                       "fmax_mhz": clk["fmax_mhz"], "build_seconds": rep["build_seconds"],
-                       "params": p.to_dict()})
-        tqdm.write(f"{name}: {points[-1]['lut']} LUT, {points[-1]['fmax_mhz']} MHz, "
-                   f"{rep['build_seconds']} s")
+    points = []
+    bar = tqdm(total=len(todo), desc="sweep", unit="build")
+
+    def record(pt):
+        points.append(pt)
+        points.sort(key=lambda q: (sets.index(tuple(q["dtypes"])), q["lanes"]))
+        tqdm.write(_describe(pt))
+        bar.update()
         # written after every point, so an interrupted sweep keeps what it measured
         json_path.write_text(json.dumps({**head, "points": points}, indent=1) + "\n")
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for dtypes in sets:
-        pts = [q for q in points if tuple(q["dtypes"]) == dtypes and "error" not in q]
-        label = "+".join(dtypes)
-        a1.plot([q["lanes"] for q in pts], [q["lut"] for q in pts], "o-", label=label)
-        a2.plot([q["lanes"] for q in pts], [q["fmax_mhz"] for q in pts], "o-", label=label)
-    a1.set(xscale="log", xlabel="lanes L", ylabel="LUTs (TRELLIS_COMB)", title=args.device)
-    a2.set(xscale="log", xlabel="lanes L", ylabel="Fmax (MHz)", title="out of context")
-    a2.axhline(args.freq, color="grey", ls="--")
-    a1.legend()
-    fig.tight_layout()
-    plot_path = Path(args.plot or out / "sweep.png")
-    fig.savefig(plot_path, dpi=100)
+    if args.parallel > 1:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        with ProcessPoolExecutor(max_workers=args.parallel) as pool:
+            futures = [pool.submit(_measure, L, d, args) for L, d in todo]
+            for f in as_completed(futures):
+                record(f.result())
+    else:
+        for L, d in todo:
+            record(_measure(L, d, args))
+    bar.close()
+    plot(points, sets, plot_path, args.device, args.freq)
     print(f"wrote {json_path} and {plot_path}")
     return 0
 
