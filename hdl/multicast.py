@@ -155,15 +155,23 @@ class Multicast(wiring.Component):
                 m.d.comb += stored_q.w_en.eq(1)
 
         # ---- replicate from the buffer ----
-        cur = data.View(pend_l, pending.r_data)    # a RESULT's descriptor precedes its beats
-        cur_st = data.View(stored_l, stored_q.r_data)
+        # The heads come straight from the queues' RAMs: the replicator works
+        # from copies in registers, which hold the heads when ``heads_ok``
+        # (they were there a cycle ago and nothing was popped since; a
+        # RESULT's descriptor precedes its beats, so pending has its head).
+        cur = Signal(pend_l)
+        cur_st = Signal(stored_l)
+        heads_ok = Signal()
+        popped = Signal()
+        m.d.sync += [cur.eq(pending.r_data), cur_st.eq(stored_q.r_data),
+                     heads_ok.eq(stored_q.r_rdy & ~popped)]
         dest = Signal(8)
         beat = Signal(layouts.bits_for(p.beats))
         inflight = Signal()
         # Registered: with at most one beat in flight, room for one more.
         space = Signal()
         m.d.sync += space.eq(out_q.level < out_q.depth - 3)
-        issue = stored_q.r_rdy & space
+        issue = heads_ok & space
         last_beat = beat == cur.lastb
         last_dest = dest == cur.lastw
         buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
@@ -173,7 +181,7 @@ class Multicast(wiring.Component):
                 m.d.sync += beat.eq(0)
                 with m.If(last_dest):
                     m.d.sync += dest.eq(0)
-                    m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1)]
+                    m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1), popped.eq(1)]
                     m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.beats)]
                 with m.Else():
                     m.d.sync += dest.eq(dest + 1)
