@@ -16,7 +16,7 @@ export OPENFPGALOADER ?= true
 JOBS_N ?= 2
 OUT ?= out
 
-.PHONY: setup run test test-slow sim sim-verilator verilog lint bench clean
+.PHONY: setup run test test-slow sim sim-verilator verilog lint bench sweep clean
 
 setup: $(VENV)/.stamp
 
@@ -50,7 +50,14 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 bench: setup
+	mkdir -p $(OUT)
+	$(PY) scripts/bench_core.py --json $(OUT)/bench_core.json
 	$(PY) scripts/bench_arith.py --json $(OUT)/bench_arith.json
+
+# Fmax and LUTs of the core over lanes x dtype sets (20 out-of-context builds;
+# about 47 minutes on two cores, 88 minutes of builds).
+sweep: setup
+	$(PY) scripts/sweep.py --parallel 2 --out build/sweep
 
 clean:
 	rm -rf $(OUT) build sim_build .pytest_cache
