@@ -24,7 +24,6 @@ def _pending_entry(params: Params) -> data.StructLayout:
         "tag": unsigned(layouts.TAG_BITS),
         "multicast": unsigned(1),
         "n": unsigned(layouts.bits_for(params.workers + 1)),
-        "beats": unsigned(layouts.bits_for(params.beats + 1)),
         "lastb": unsigned(layouts.bits_for(params.beats)),   # beats - 1
         "lastw": unsigned(8),        # the last destination: workers - 1 (multicast) or 0
     })
@@ -39,14 +38,21 @@ def _stored_entry(buf_bits: int) -> data.StructLayout:
     })
 
 
-def _out_entry(params: Params) -> data.StructLayout:
-    """An egress beat as queued: the RESULT header is rebuilt from it at the
-    output (``layouts.result_header``)."""
+def _out_head(params: Params) -> data.StructLayout:
+    """What an egress beat carries besides its data: the RESULT header is
+    rebuilt from it at the output (``layouts.result_header``)."""
     return data.StructLayout({
         "meta": layouts.message_meta(params),   # worker = the destination
         "status": unsigned(16),
         "tag": unsigned(layouts.TAG_BITS),
         "last": unsigned(1),
+    })
+
+
+def _out_entry(params: Params) -> data.StructLayout:
+    """An egress beat as queued."""
+    return data.StructLayout({
+        "head": _out_head(params),
         "data": data.ArrayLayout(unsigned(32), params.lanes),
     })
 
@@ -90,7 +96,7 @@ class Multicast(wiring.Component):
         m = Module()
         p = self._params
         L, depth = p.lanes, self._depth
-        abits = max(1, (depth - 1).bit_length())
+        abits = layouts.bits_for(depth)
         pend_l = _pending_entry(p)
         stored_l = _stored_entry(abits)
         beat_l = data.ArrayLayout(unsigned(32), L)
@@ -111,7 +117,7 @@ class Multicast(wiring.Component):
         pin = data.View(pend_l, pending.w_data)
         m.d.comb += [
             pin.meta.eq(rd.meta), pin.tag.eq(rd.tag), pin.multicast.eq(rd.multicast),
-            pin.n.eq(rd.n), pin.beats.eq(rd.beats), pin.lastb.eq(rd.beats - 1),
+            pin.n.eq(rd.n), pin.lastb.eq(rd.beats - 1),
             pin.lastw.eq(Mux(rd.multicast, rd.workers - 1, 0)),
             pending.w_en.eq(self.res_desc.valid),
             self.res_desc.ready.eq(pending.w_rdy),
@@ -182,14 +188,14 @@ class Multicast(wiring.Component):
                 with m.If(last_dest):
                     m.d.sync += dest.eq(0)
                     m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1), popped.eq(1)]
-                    m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.beats)]
+                    m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.lastb + 1)]
                 with m.Else():
                     m.d.sync += dest.eq(dest + 1)
             with m.Else():
                 m.d.sync += beat.eq(beat + 1)
 
         # The RESULT of the beat being read (registered alongside the RAM read).
-        ent = Signal(out_l)
+        ent = Signal(_out_head(p))
         src = cur.meta
         m.d.sync += [
             ent.meta.eq(src),
@@ -200,17 +206,17 @@ class Multicast(wiring.Component):
         ]
         eg = data.View(out_l, out_q.w_data)
         m.d.comb += [
-            eg.meta.eq(ent.meta), eg.status.eq(ent.status), eg.tag.eq(ent.tag),
-            eg.last.eq(ent.last), eg.data.eq(buf_data),
+            eg.head.eq(ent), eg.data.eq(buf_data),
             out_q.w_en.eq(inflight),
         ]
-        head_out = data.View(out_l, out_q.r_data)
+        qout = data.View(out_l, out_q.r_data)
+        head_out = qout.head
         m.d.comb += layouts.result_header(self.o.payload.header, head_out.meta,
                                           worker=head_out.meta.worker, status=head_out.status)
         m.d.comb += [
             self.o.payload.tag.eq(head_out.tag),
             self.o.payload.last.eq(head_out.last),
-            self.o.payload.data.eq(head_out.data),
+            self.o.payload.data.eq(qout.data),
             self.o.valid.eq(out_q.r_rdy),
             out_q.r_en.eq(self.o.ready),
         ]

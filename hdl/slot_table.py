@@ -208,7 +208,7 @@ class SlotTable(wiring.Component):
         # Payload beats in arrival order, read by address: a message can
         # overtake one of another slot that waits on a hazard.
         DB = self._data_beats
-        dbits = max(1, (DB - 1).bit_length())
+        dbits = layouts.bits_for(DB)
         m.submodules.data_mem = data_mem = Memory(shape=payload_beat(p), depth=DB, init=[],
                                                   attrs=NO_RW_CHECK)
         d_wr = data_mem.write_port()
