@@ -1,4 +1,4 @@
-"""The UART bridge: host frames (SLIP, ``netagg.sim.host_uart``) in and out
+"""The UART bridge: host frames (SLIP, ``netagg.host.uart``) in and out
 of a netagg core (docs/boards.md).
 
 :class:`CoreBridge` holds the core and speaks the frame protocol on byte
@@ -28,12 +28,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from netagg import regmap
+from netagg import uartlink as hu
 from netagg.boards.uart import UARTRx, UARTTx, _check_divisor
 from netagg.hdl import layouts
 from netagg.hdl.core import NetaggCore
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.params import Params
-from netagg.sim import host_uart as hu
 
 FrameByte = data.StructLayout({"data": 8, "end": 1})
 """A decoded SLIP byte; ``end`` beats carry no data and close a frame."""
@@ -134,7 +135,7 @@ class CoreBridge(wiring.Component):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {type(params).__name__}")
         if jobs is not None and jobs.params != params:
-            from netagg.sim.jobs import JobTable
+            from netagg.jobs import JobTable
             jobs = JobTable(list(jobs), params)
         self._params = params
         self._fp_stages = fp_stages
@@ -170,7 +171,7 @@ class CoreBridge(wiring.Component):
         wiring.connect(m, enc.o, wiring.flipped(self.tx))
 
         # Bridge counters.
-        counters = [Signal(16, name=f"bc_{n}") for n in hu.BRIDGE_COUNTERS]
+        counters = [Signal(16, name=f"bc_{n}") for n in regmap.BRIDGE_COUNTERS]
         bad_frame, verdict_overflow = Signal(), Signal()
         for sig, pulse in zip(counters, (bad_frame, self.rx_overrun, self.rx_frame_error,
                                          verdict_overflow), strict=True):
@@ -218,7 +219,7 @@ class CoreBridge(wiring.Component):
         byte_ok = dec.o.valid & dec.o.ready & ~dec.o.payload.end
 
         # Job table load after reset.
-        writes = hu.job_writes(self._jobs) if self._jobs is not None else []
+        writes = regmap.job_writes(self._jobs) if self._jobs is not None else []
         init_i = Signal(range(len(writes) + 1))
         init_done = Signal()
         m.d.comb += self.ready.eq(init_done)
@@ -309,7 +310,7 @@ class CoreBridge(wiring.Component):
             with m.State("CEXEC"):
                 addr = cbuf[32:48]
                 m.d.comb += [c_addr.eq(addr), c_wdata.eq(cbuf[:32]),
-                             c_we.eq(cbuf[48] & (addr < hu.BRIDGE_BASE))]
+                             c_we.eq(cbuf[48] & (addr < regmap.BRIDGE_BASE))]
                 m.d.sync += ctrl_addr.eq(addr)
                 m.next = "CWAIT"
             with m.State("CWAIT"):              # the access reaches the core
@@ -321,10 +322,10 @@ class CoreBridge(wiring.Component):
             with m.State("CCAP"):
                 reply = Signal(32)
                 m.d.comb += reply.eq(core.ctrl_rdata)
-                with m.If(ctrl_addr >= hu.BRIDGE_BASE):
+                with m.If(ctrl_addr >= regmap.BRIDGE_BASE):
                     m.d.comb += reply.eq(0)
                     for n, sig in enumerate(counters):
-                        with m.If(ctrl_addr == hu.BRIDGE_BASE + n):
+                        with m.If(ctrl_addr == regmap.BRIDGE_BASE + n):
                             m.d.comb += reply.eq(sig)
                 m.d.sync += [ctrl_reply.eq(reply), ctrl_pending.eq(1)]
                 m.next = "RECV"

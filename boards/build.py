@@ -125,7 +125,7 @@ def _run(cmd: list[str], cwd: Path, log: str, tool_log: str | None = None) -> No
 
 
 def _load_jobs(jobs, params):
-    from netagg.sim.jobs import JobTable
+    from netagg.jobs import JobTable
     if jobs is None or isinstance(jobs, JobTable):
         return jobs
     return JobTable.from_file(jobs, params)

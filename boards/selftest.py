@@ -4,7 +4,7 @@ Colorlight 5A-75B): a traffic generator and a checker around a netagg core.
 The traffic (well-behaved rounds mixed with duplicates, retransmission
 requests, mismatches and malformed messages, from
 :func:`netagg.sim.traffic.random_traffic`) and the expected verdicts and
-RESULT beats (from the golden model, :class:`netagg.sim.switch.Switch`) are
+RESULT beats (from the golden model, :class:`netagg.sim.message_model.Switch`) are
 computed at build time and held in ROMs.
 
 Contract: after reset the self-test loads the job table, presents every
@@ -23,13 +23,13 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import Out
 
+from netagg import regmap
 from netagg.hdl import layouts
 from netagg.hdl.core import NetaggCore
+from netagg.jobs import Job, JobTable
 from netagg.params import Params
 from netagg.sim import beats as sb
-from netagg.sim import host_uart as hu
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.switch import Switch
+from netagg.sim.message_model import Switch
 from netagg.sim.traffic import random_traffic
 
 WATCHDOG_BITS = 22
@@ -135,7 +135,7 @@ class SelfTest(wiring.Component):
         gi = Signal(range(n_in + 1))
         ei = Signal(range(n_out + 1))
         vi = Signal(range(n_v + 1))
-        writes = hu.job_writes(self._jobs)
+        writes = regmap.job_writes(self._jobs)
         wi = Signal(range(len(writes) + 1))
         lfsr = Signal(16, init=0xACE1)
         m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))

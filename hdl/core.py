@@ -7,6 +7,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from netagg import regmap, wire
 from netagg.hdl import layouts
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import JobTable
@@ -14,11 +15,6 @@ from netagg.hdl.multicast import Multicast
 from netagg.hdl.slot_table import SlotTable
 from netagg.hdl.validator import Validator, descriptor
 from netagg.params import Params
-from netagg.sim import protocol
-
-COUNTER_BASE = 0x8000
-COUNTER_NAMES = protocol.COUNTERS + ("stall",)
-"""Counters readable at COUNTER_BASE + index."""
 
 
 def _pow2_at_least(n: int) -> int:
@@ -98,15 +94,15 @@ class NetaggCore(wiring.Component):
                      self.v.payload.eq(slots.verdict.payload)]
 
         # Counters.
-        counters = {name: Signal(32, name=f"cnt_{name}") for name in COUNTER_NAMES}
+        counters = {name: Signal(32, name=f"cnt_{name}") for name in regmap.CORE_COUNTERS}
         V = layouts.Verdict
         code = slots.verdict.payload.code
         with m.If(slots.verdict.valid):
             m.d.sync += counters["rx"].eq(counters["rx"] + 1)
             with m.Switch(code):
-                for verdict in protocol.Verdict:
+                for verdict in wire.Verdict:
                     name = verdict.counter
-                    if verdict is protocol.Verdict.RETRANSMIT:
+                    if verdict is wire.Verdict.RETRANSMIT:
                         name = "retransmit"
                     if name:
                         with m.Case(V(verdict.value)):
@@ -123,8 +119,8 @@ class NetaggCore(wiring.Component):
                      jobs.wdata.eq(self.ctrl_wdata)]
         rdata = Signal(32)
         m.d.comb += rdata.eq(jobs.rdata)
-        for index, name in enumerate(COUNTER_NAMES):
-            with m.If(self.ctrl_addr == COUNTER_BASE + index):
+        for index, name in enumerate(regmap.CORE_COUNTERS):
+            with m.If(self.ctrl_addr == regmap.COUNTER_BASE + index):
                 m.d.comb += rdata.eq(counters[name])
         m.d.sync += self.ctrl_rdata.eq(rdata)
 

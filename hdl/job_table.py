@@ -6,20 +6,18 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from netagg import regmap
 from netagg.params import Params
 
-JOB_REGS = 4
-"""Control registers per job: 0 = {enable (bit 0), workers (bits 15..8)},
-1 = slot base, 2 = number of slots."""
+job_entry = data.StructLayout({
+    "enable": unsigned(1),
+    "workers": unsigned(regmap.JOB_WORKERS_BITS),
+    "base": unsigned(regmap.JOB_BASE_BITS),
+    "nslots": unsigned(regmap.JOB_NSLOTS_BITS),
+})
+"""One job table entry (the fields of :mod:`netagg.regmap`'s job registers)."""
 
-
-def job_entry(params: Params) -> data.StructLayout:
-    return data.StructLayout({
-        "enable": unsigned(1),
-        "workers": unsigned(8),
-        "base": unsigned(16),
-        "nslots": unsigned(17),
-    })
+_WORKERS = slice(regmap.JOB_WORKERS_SHIFT, regmap.JOB_WORKERS_SHIFT + regmap.JOB_WORKERS_BITS)
 
 
 class JobTable(wiring.Component):
@@ -33,12 +31,12 @@ class JobTable(wiring.Component):
       disabled, for ids >= J) and ``lookup_valid`` (id < J).
 
     Reset disables every job. Values are stored as written; the control
-    software keeps ranges inside S and apart (``netagg.sim.jobs`` checks).
+    software keeps ranges inside S and apart (``netagg.jobs`` checks).
     """
 
     def __init__(self, params: Params):
         self._params = params
-        self._entry = job_entry(params)
+        self._entry = job_entry
         super().__init__({
             "we": In(1),
             "addr": In(16),
@@ -53,27 +51,31 @@ class JobTable(wiring.Component):
         m = Module()
         J = self._params.jobs
         entries = [Signal(self._entry, name=f"job{j}") for j in range(J)]
-        job_sel = self.addr[2:10]
-        reg_sel = self.addr[0:2]
-        in_range = (self.addr[10:] == 0) & (job_sel < J)
+        reg_bits = (regmap.JOB_REGS - 1).bit_length()
+        job_sel = self.addr[reg_bits:reg_bits + 8]
+        reg_sel = self.addr[0:reg_bits]
+        in_range = (self.addr[reg_bits + 8:] == 0) & (job_sel < J)
         for j, e in enumerate(entries):
             with m.If(self.we & in_range & (job_sel == j)):
                 with m.Switch(reg_sel):
-                    with m.Case(0):
-                        m.d.sync += [e.enable.eq(self.wdata[0]), e.workers.eq(self.wdata[8:16])]
-                    with m.Case(1):
-                        m.d.sync += e.base.eq(self.wdata[0:16])
-                    with m.Case(2):
-                        m.d.sync += e.nslots.eq(self.wdata[0:17])
+                    with m.Case(regmap.JOB_CTRL):
+                        m.d.sync += [e.enable.eq(self.wdata[regmap.JOB_ENABLE_BIT]),
+                                     e.workers.eq(self.wdata[_WORKERS])]
+                    with m.Case(regmap.JOB_BASE_SLOT):
+                        m.d.sync += e.base.eq(self.wdata)
+                    with m.Case(regmap.JOB_NSLOTS):
+                        m.d.sync += e.nslots.eq(self.wdata)
         with m.Switch(job_sel):
             for j, e in enumerate(entries):
                 with m.Case(j):
                     with m.Switch(reg_sel):
-                        with m.Case(0):
-                            m.d.comb += self.rdata.eq(e.enable | (e.workers << 8))
-                        with m.Case(1):
+                        with m.Case(regmap.JOB_CTRL):
+                            m.d.comb += self.rdata.eq(
+                                (e.enable << regmap.JOB_ENABLE_BIT)
+                                | (e.workers << regmap.JOB_WORKERS_SHIFT))
+                        with m.Case(regmap.JOB_BASE_SLOT):
                             m.d.comb += self.rdata.eq(e.base)
-                        with m.Case(2):
+                        with m.Case(regmap.JOB_NSLOTS):
                             m.d.comb += self.rdata.eq(e.nslots)
         m.d.comb += self.lookup_valid.eq(self.lookup_job < J)
         with m.Switch(self.lookup_job):

@@ -1,6 +1,6 @@
 """Hardware layouts and enums shared by the netagg components.
 
-The header Struct is built from :data:`netagg.sim.protocol.HEADER_FIELDS`, the
+The header Struct is built from :data:`netagg.sim.wire.HEADER_FIELDS`, the
 one definition of the wire format (the header is the 128-bit big-endian
 integer of its 16 bytes; Amaranth lays fields out LSB first).
 """
@@ -10,46 +10,46 @@ from __future__ import annotations
 from amaranth.hdl import unsigned
 from amaranth.lib import data, enum
 
-from netagg.sim import protocol
+from netagg import wire
 
 
 class DType(enum.Enum, shape=4):
-    INT32 = protocol.DType.INT32
-    FP32 = protocol.DType.FP32
-    BF16 = protocol.DType.BF16
+    INT32 = wire.DType.INT32
+    FP32 = wire.DType.FP32
+    BF16 = wire.DType.BF16
 
 
 class Op(enum.Enum, shape=4):
-    SUM = protocol.Op.SUM
-    MIN = protocol.Op.MIN
-    MAX = protocol.Op.MAX
+    SUM = wire.Op.SUM
+    MIN = wire.Op.MIN
+    MAX = wire.Op.MAX
 
 
 class MsgType(enum.Enum, shape=4):
-    CONTRIB = protocol.MsgType.CONTRIB
-    RESULT = protocol.MsgType.RESULT
+    CONTRIB = wire.MsgType.CONTRIB
+    RESULT = wire.MsgType.RESULT
 
 
 _HEADER_SHAPES = {"dtype": DType, "op": Op, "type": MsgType}
 
 Header = data.StructLayout({
     name: _HEADER_SHAPES.get(name, unsigned(width))
-    for name, width in protocol.HEADER_FIELDS
+    for name, width in wire.HEADER_FIELDS
 })
 """The 16-byte netagg header as a 128-bit Struct layout."""
-assert Header.size == 8 * protocol.HEADER_BYTES
+assert Header.size == 8 * wire.HEADER_BYTES
 
 
 class Verdict(enum.Enum, shape=4):
-    ACCEPT = protocol.Verdict.ACCEPT
-    RETRANSMIT = protocol.Verdict.RETRANSMIT
-    BAD_HEADER = protocol.Verdict.BAD_HEADER
-    BAD_LENGTH = protocol.Verdict.BAD_LENGTH
-    BAD_JOB = protocol.Verdict.BAD_JOB
-    BAD_SLOT = protocol.Verdict.BAD_SLOT
-    BAD_WORKER = protocol.Verdict.BAD_WORKER
-    MISMATCH = protocol.Verdict.MISMATCH
-    DUPLICATE = protocol.Verdict.DUPLICATE
+    ACCEPT = wire.Verdict.ACCEPT
+    RETRANSMIT = wire.Verdict.RETRANSMIT
+    BAD_HEADER = wire.Verdict.BAD_HEADER
+    BAD_LENGTH = wire.Verdict.BAD_LENGTH
+    BAD_JOB = wire.Verdict.BAD_JOB
+    BAD_SLOT = wire.Verdict.BAD_SLOT
+    BAD_WORKER = wire.Verdict.BAD_WORKER
+    MISMATCH = wire.Verdict.MISMATCH
+    DUPLICATE = wire.Verdict.DUPLICATE
 
 
 TAG_BITS = 16
@@ -116,7 +116,7 @@ def result_header(header, meta, *, worker, status) -> list:
     """Assignments building a RESULT header from a round's :func:`message_meta`
     (zero-extended), its destination ``worker`` and its ``status``."""
     return [
-        header.version.eq(protocol.VERSION),
+        header.version.eq(wire.VERSION),
         header.type.eq(MsgType.RESULT),
         header.reserved.eq(0),
         header.ver.eq(meta.ver),

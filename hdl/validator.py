@@ -6,10 +6,10 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from netagg import wire
 from netagg.hdl import layouts
 from netagg.hdl.job_table import job_entry
 from netagg.params import Params
-from netagg.sim import protocol
 
 
 def descriptor(params: Params) -> data.StructLayout:
@@ -29,7 +29,7 @@ def payload_beat(params: Params) -> data.StructLayout:
 
 
 class Validator(wiring.Component):
-    """Checks every ingress message against protocol.md, in the spec's order
+    """Checks every ingress message against wire.md, in the spec's order
     (a message shorter than the header counts as bad_length).
 
     ``i``: ingress beats (``layouts.ingress_beat``). ``desc``: one descriptor
@@ -51,7 +51,7 @@ class Validator(wiring.Component):
             "desc": Out(stream.Signature(descriptor(params))),
             "data": Out(stream.Signature(payload_beat(params))),
             "job_id": Out(8),
-            "job": In(job_entry(params)),
+            "job": In(job_entry),
             "job_valid": In(1),
             "busy": Out(1),
         })
@@ -75,16 +75,16 @@ class Validator(wiring.Component):
                 m.d.comb += op_ok.eq(1)
         expect_len = Signal(20)
         with m.If(hdr.dtype == layouts.DType.BF16):
-            m.d.comb += expect_len.eq(protocol.HEADER_BYTES + (hdr.count << 1))
+            m.d.comb += expect_len.eq(wire.HEADER_BYTES + (hdr.count << 1))
         with m.Else():
-            m.d.comb += expect_len.eq(protocol.HEADER_BYTES + (hdr.count << 2))
+            m.d.comb += expect_len.eq(wire.HEADER_BYTES + (hdr.count << 2))
 
         m.d.comb += self.job_id.eq(hdr.job)
         job = self.job
         verdict = Signal(layouts.Verdict)
-        with m.If(ibeat.length < protocol.HEADER_BYTES):
+        with m.If(ibeat.length < wire.HEADER_BYTES):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
-        with m.Elif((hdr.version != protocol.VERSION) | (hdr.type != layouts.MsgType.CONTRIB)
+        with m.Elif((hdr.version != wire.VERSION) | (hdr.type != layouts.MsgType.CONTRIB)
                     | (hdr.reserved != 0) | (hdr.status != 0) | ~dtype_ok | ~op_ok):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_HEADER)
         with m.Elif((hdr.count == 0) | (hdr.count > K) | (ibeat.length != expect_len)):

@@ -117,6 +117,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "without it the host loads jobs over the UART)")
     p.add_argument("--baud", type=int, default=115200,
                    help="UART bridge rate (default 115200)")
+
+    p = sub.add_parser("uart", parents=[params], allow_abbrev=False,
+                       help="run a pcap through a board's UART bridge",
+                       description="Aggregate the netagg messages of IN.pcap on a board "
+                                   "running the UART bridge (build parameters: the board's).")
+    p.add_argument("--device", required=True, metavar="TTY",
+                   help="serial device of the board, e.g. /dev/ttyUSB0")
+    p.add_argument("--baud", type=int, default=115200, help="UART rate (default 115200)")
+    p.add_argument("--jobs-config", metavar="JOBS.json",
+                   help="load this job table first (else the board's is used)")
+    p.add_argument("--in", dest="in_path", required=True, metavar="IN.pcap",
+                   help="input frames (classic pcap, Ethernet)")
+    p.add_argument("--out", dest="out_path", metavar="OUT.pcap",
+                   help="RESULT frames, addressed as `netagg model` addresses them")
+    p.add_argument("--stats", dest="stats_path", metavar="STATS.json",
+                   help="write the board's counters as one JSON object")
+    p.add_argument("--window", type=int, default=1, help="messages in flight (default 1)")
+    p.add_argument("--timeout", type=float, default=5.0,
+                   help="seconds to wait for each reply (default 5)")
     return parser
 
 
@@ -144,7 +163,7 @@ def _backend(module: str, function: str, command: str):
 
 
 def _load_jobs(args, params):
-    from netagg.sim.jobs import JobTable
+    from netagg.jobs import JobTable
     return JobTable.from_file(args.jobs_config, params)
 
 
@@ -156,7 +175,7 @@ def cmd_generate(args, params) -> int:
 
 
 def cmd_sim(args, params) -> int:
-    from netagg.sim import pcap
+    from netagg import pcap
     jobs = _load_jobs(args, params)
     pcap.read(args.in_path)               # a clear error before starting a simulator
     run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
@@ -175,8 +194,8 @@ def _write_stats(path, stats: dict) -> None:
 
 
 def cmd_model(args, params) -> int:
-    from netagg.sim import pcap
-    from netagg.sim.model import run_model_seq
+    from netagg import pcap
+    from netagg.sim.frame_model import run_model_seq
     jobs = _load_jobs(args, params)
     records = pcap.read(args.in_path)
     out, stats = run_model_seq(params, jobs, records)
@@ -235,7 +254,19 @@ def cmd_build(args, params) -> int:
     return 0
 
 
-COMMANDS = {"generate": cmd_generate, "sim": cmd_sim, "model": cmd_model, "build": cmd_build}
+def cmd_uart(args, params) -> int:
+    from netagg.host.uart import run_pcap
+    if args.window < 1 or args.timeout <= 0:
+        raise CliError("--window must be at least 1 and --timeout positive")
+    jobs = _load_jobs(args, params) if args.jobs_config else None
+    print(run_pcap(params, args.device, args.in_path, baud=args.baud, jobs=jobs,
+                   out_path=args.out_path, stats_path=args.stats_path, window=args.window,
+                   timeout=args.timeout))
+    return 0
+
+
+COMMANDS = {"generate": cmd_generate, "sim": cmd_sim, "model": cmd_model, "build": cmd_build,
+            "uart": cmd_uart}
 
 
 def _one_line(e: BaseException) -> str:
@@ -250,9 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:                 # usage error (2) or --help/--version (0)
         return e.code if isinstance(e.code, int) else 2
-    from netagg.sim.pcap import PcapError
-    backend = args.command in ("generate", "sim", "build")
+    from netagg.pcap import PcapError
+    backend = args.command in ("generate", "sim", "build", "uart")
     user_errors = (ParamError, PcapError, CliError) + ((ValueError,) if backend else ())
+    if args.command == "uart":
+        user_errors += (TimeoutError,)
     try:
         params = params_from_args(args)
         return COMMANDS[args.command](args, params)

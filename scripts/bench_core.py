@@ -25,13 +25,13 @@ import sys
 import numpy as np
 from amaranth.sim import Simulator
 
-from netagg.hdl.core import COUNTER_BASE, COUNTER_NAMES, NetaggCore
-from netagg.hdl.job_table import JOB_REGS
+from netagg import regmap
+from netagg.hdl.core import NetaggCore
 from netagg.hdl.slot_table import SlotTable
 from netagg.params import Params
 from netagg.sim.beats import message_to_beats, pack_ingress, unpack_egress
-from netagg.sim.protocol import DType, Header, Op
-from netagg.sim.switch import make_contrib
+from netagg.sim.message_model import make_contrib
+from netagg.wire import DType, Header, Op
 
 
 def patterns(params: Params, workers: int, rounds: int, window: int, seed: int = 0):
@@ -66,8 +66,8 @@ def measure(params: Params, workers: int, messages: list[bytes], fp_stages=None)
     nmsg = len(messages)
 
     async def bench(ctx):
-        for reg, value in enumerate([1 | (workers << 8), 0, params.slots]):
-            ctx.set(dut.ctrl_addr, JOB_REGS * 0 + reg)
+        for reg, value in enumerate(regmap.job_entry_words(True, workers, 0, params.slots)):
+            ctx.set(dut.ctrl_addr, regmap.job_addr(0, reg))
             ctx.set(dut.ctrl_wdata, value)
             ctx.set(dut.ctrl_we, 1)
             await ctx.tick()
@@ -101,8 +101,8 @@ def measure(params: Params, workers: int, messages: list[bytes], fp_stages=None)
             cycle += 1
             if cycle > 50 * len(beats) + 10000:
                 raise RuntimeError("core did not finish")
-        for index, name in enumerate(COUNTER_NAMES):
-            ctx.set(dut.ctrl_addr, COUNTER_BASE + index)
+        for name in regmap.CORE_COUNTERS:
+            ctx.set(dut.ctrl_addr, regmap.counter_addr(name))
             await ctx.tick()
             acc["counters"][name] = ctx.get(dut.ctrl_rdata)
 

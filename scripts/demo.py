@@ -18,12 +18,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from netagg import pcap
+from netagg.frames import Endpoint, build_frame
+from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim import pcap
-from netagg.sim.frames import Endpoint, build_frame
-from netagg.sim.jobs import JobTable
-from netagg.sim.protocol import Header
 from netagg.sim.traffic import random_traffic
+from netagg.wire import Header
 
 PARAMS = dict(workers=4, slots=32, elements=16, lanes=4, jobs=3)
 JOBS = {"jobs": [{"id": 0, "workers": 4, "slot_base": 0, "slots": 16},

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netagg.sim.protocol import DType, Op
+from netagg.wire import DType, Op
 
 FP32_QNAN = 0x7FC00000
 BF16_QNAN = 0x7FC0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from netagg.sim.protocol import HEADER_BYTES, DType, Header
+from netagg.wire import HEADER_BYTES, DType, Header
 
 TAG_BITS = 16
 HEADER_BITS = 8 * HEADER_BYTES

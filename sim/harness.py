@@ -2,12 +2,12 @@
 Verilator): the back-end of ``netagg sim`` and of the cocotb regression.
 
 Contract of :func:`run_sim` (``docs/cli.md``, ``netagg sim``): the frames of
-IN.pcap are classified with the golden model's :func:`netagg.sim.model.classify`
+IN.pcap are classified with the golden model's :func:`netagg.sim.frame_model.classify`
 (frames that are not netagg messages only count as ``ignored``); the netagg
 messages go to the RTL core in file order, back to back, message ``i``
 tagged ``i mod 2**16``; the core's verdicts tell which senders were
 accepted, its RESULTs (tags unwrapped to message numbers) are framed by the
-golden model's :class:`netagg.sim.model.Router`, so that ``netagg sim`` and
+golden model's :class:`netagg.sim.frame_model.Router`, so that ``netagg sim`` and
 ``netagg model`` address frames identically. STATS.json holds the core's
 counters (read through the control port), ``ignored`` and ``cycles``.
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -36,11 +37,12 @@ import tempfile
 import threading
 from pathlib import Path
 
+from netagg import pcap
+from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim import pcap
-from netagg.sim.jobs import JobTable
-from netagg.sim.model import Router, classify
-from netagg.sim.protocol import COUNTERS, HEADER_BYTES, Header, Message, Verdict, decode_values
+from netagg.payload import Message, decode_values
+from netagg.sim.frame_model import Router, classify
+from netagg.wire import COUNTERS, HEADER_BYTES, Header, Verdict
 
 SIMULATORS = ("icarus", "verilator")
 TOPLEVEL = "netagg_core"
@@ -55,8 +57,10 @@ ENV_JOBS = "NETAGG_TB_JOBS"          # JSON of a JobTable dict (regression)
 ENV_CACHE = "NETAGG_BUILD_CACHE"
 
 _NOT_HARDWARE = ("port", "switch_mac", "switch_ip")   # framing only, not in the core
-_ROOT = Path(__file__).resolve().parent.parent
-_DESIGN_SOURCES = ("hdl", "netagg/params.py", "sim/protocol.py")
+_DESIGN_MODULES = ("netagg.hdl", "netagg.params", "netagg.wire", "netagg.regmap")
+"""What the generated Verilog is made from: their sources key the build cache
+(found through the import system, so a checkout and an installed package
+work alike)."""
 VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2")
 # cocotb-test compiles with -g2012, where Icarus runs declaration initialisers
 # before time 0: the dummy register Yosys adds to run every `always @*` block
@@ -83,11 +87,14 @@ def cache_root() -> Path:
 
 def _design_digest() -> str:
     h = hashlib.sha256()
-    for rel in _DESIGN_SOURCES:
-        path = _ROOT / rel
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    for name in _DESIGN_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise SimError(f"cannot find the sources of {name}")
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
         for f in files:
-            h.update(str(f.relative_to(_ROOT)).encode())
+            h.update(f"{name}/{f.relative_to(origin.parent)}".encode())
             h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -282,7 +289,7 @@ def _message(payload: bytes) -> Message:
 def frames_from_run(params: Params, messages, run: dict) -> list[tuple[int, bytes]]:
     """OUT frames of a core run, in send order, each with the seq (input
     frame index) of the message that caused it; addressed like ``netagg
-    model`` (:class:`netagg.sim.model.Router`)."""
+    model`` (:class:`netagg.sim.frame_model.Router`)."""
     verdicts = run["verdicts"]
     if len(verdicts) != len(messages):
         raise SimError(f"the core gave {len(verdicts)} verdicts for {len(messages)} messages")

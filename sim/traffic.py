@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import random
 
+from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim.jobs import JobTable
-from netagg.sim.protocol import DType, Header, Op
+from netagg.sim.message_model import make_contrib
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
-from netagg.sim.switch import make_contrib
+from netagg.wire import DType, Header, Op
 
 
 def random_values(rng: random.Random, dtype: DType, count: int, specials: float = 0.1):

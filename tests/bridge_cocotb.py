@@ -11,9 +11,10 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from core_tb import expected, per_key
 
+from netagg import regmap
+from netagg import uartlink as hu
+from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim import host_uart as hu
-from netagg.sim.jobs import JobTable
 from netagg.sim.traffic import random_traffic
 
 
@@ -58,14 +59,14 @@ async def bridge_vs_golden(dut):
 
 
     host = bytearray()
-    for addr, value in hu.job_writes(jobs):
+    for addr, value in regmap.job_writes(jobs):
         host += hu.slip_encode(hu.ctrl_frame(addr, value, write=True))
     for tag, m in enumerate(msgs):
         host += hu.slip_encode(hu.msg_frame(m, tag))
     host += hu.slip_encode(hu.sync_frame())
-    host += hu.slip_encode(hu.ctrl_frame(hu.COUNTER_BASE + 1))       # tx counter
+    host += hu.slip_encode(hu.ctrl_frame(regmap.COUNTER_BASE + 1))       # tx counter
     await send_bytes(dut, host, div)
-    n = len(hu.job_writes(jobs)) + len(ev) + len(er) + 2
+    n = len(regmap.job_writes(jobs)) + len(ev) + len(er) + 2
     for _ in range(int(os.environ.get("NETAGG_BRIDGE_CYCLES", "400000"))):
         if len(replies) >= n:
             break

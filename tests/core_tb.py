@@ -9,8 +9,8 @@ from collections import defaultdict
 
 from amaranth.sim import Simulator
 
-from netagg.hdl.core import COUNTER_BASE, COUNTER_NAMES, NetaggCore
-from netagg.hdl.job_table import JOB_REGS
+from netagg import regmap
+from netagg.hdl.core import NetaggCore
 from netagg.sim.beats import (
     ResultAssembler,
     message_to_beats,
@@ -18,8 +18,8 @@ from netagg.sim.beats import (
     unpack_egress,
     unpack_verdict,
 )
-from netagg.sim.protocol import Header
-from netagg.sim.switch import Switch
+from netagg.sim.message_model import Switch
+from netagg.wire import Header
 
 
 def result_key(payload: bytes):
@@ -38,13 +38,11 @@ def run_core(params, jobs, messages, *, seed=0, gap=0.0, backpressure=0.0, fp_st
     state = {"done": False}
 
     async def driver(ctx):
-        for job in jobs:
-            for reg, value in enumerate([job.enabled | (job.workers << 8), job.slot_base,
-                                         job.slots]):
-                ctx.set(dut.ctrl_addr, JOB_REGS * job.id + reg)
-                ctx.set(dut.ctrl_wdata, value)
-                ctx.set(dut.ctrl_we, 1)
-                await ctx.tick()
+        for addr, value in regmap.job_writes(jobs):
+            ctx.set(dut.ctrl_addr, addr)
+            ctx.set(dut.ctrl_wdata, value)
+            ctx.set(dut.ctrl_we, 1)
+            await ctx.tick()
         ctx.set(dut.ctrl_we, 0)
         while not ctx.get(dut.i.ready):
             await ctx.tick()
@@ -67,8 +65,8 @@ def run_core(params, jobs, messages, *, seed=0, gap=0.0, backpressure=0.0, fp_st
         for _ in range(4):
             await ctx.tick()
             assert ctx.get(dut.idle)
-        for index, name in enumerate(COUNTER_NAMES):
-            ctx.set(dut.ctrl_addr, COUNTER_BASE + index)
+        for name in regmap.CORE_COUNTERS:
+            ctx.set(dut.ctrl_addr, regmap.counter_addr(name))
             await ctx.tick()
             counters[name] = ctx.get(dut.ctrl_rdata)
         state["done"] = True

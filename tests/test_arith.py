@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from netagg.sim import arith
-from netagg.sim.protocol import DType, Op
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
+from netagg.wire import DType, Op
 
 N_SUM = 100_000
 N_MINMAX = 50_000   # min/max are simpler and their reference is as slow: fewer pairs

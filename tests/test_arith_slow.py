@@ -105,7 +105,7 @@ if cocotb is not None:
     async def bulk_adders(dut):
         """Stream all pairs, compare every result bit-exactly in batches."""
         from netagg.sim import arith
-        from netagg.sim.protocol import DType, Op
+        from netagg.wire import DType, Op
 
         lat = int(os.environ["NETAGG_LATENCY"])
         n32 = int(os.environ.get("NETAGG_FP32_PAIRS", FP32_PAIRS))

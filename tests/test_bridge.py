@@ -17,13 +17,14 @@ import pytest
 from amaranth.sim import Simulator
 from core_tb import expected, per_key
 
+from netagg import regmap
+from netagg import uartlink as hu
 from netagg.boards.bridge import CoreBridge, SlipDecoder, SlipEncoder
+from netagg.jobs import Job, JobTable
 from netagg.params import Params
-from netagg.sim import host_uart as hu
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.protocol import COUNTERS, DType, Op
-from netagg.sim.switch import make_contrib
+from netagg.sim.message_model import make_contrib
 from netagg.sim.traffic import random_traffic
+from netagg.wire import COUNTERS, DType, Op
 
 PARAMS = Params(lanes=2, elements=6, workers=3, slots=4, jobs=2)
 JOBS = JobTable([Job(0, 3, 0, 2), Job(1, 2, 2, 2)], PARAMS)
@@ -69,7 +70,7 @@ def run_bridge(params, host_bytes, *, jobs=None, n_replies, seed=0, gap=0.3, sta
 def host_stream(messages, jobs=None, extra=b"", after=b""):
     data = bytearray()
     if jobs is not None:
-        for addr, value in hu.job_writes(jobs):
+        for addr, value in regmap.job_writes(jobs):
             data += hu.slip_encode(hu.ctrl_frame(addr, value, write=True))
     for tag, msg in enumerate(messages):
         data += hu.slip_encode(hu.msg_frame(msg, tag))
@@ -146,7 +147,7 @@ def test_slip_hardware_roundtrip():
 
 def test_bridge_random_traffic_vs_golden():
     msgs = random_traffic(PARAMS, JOBS, 60, seed=11)
-    ev, er, n = n_expected_replies(PARAMS, JOBS, msgs, len(hu.job_writes(JOBS)))
+    ev, er, n = n_expected_replies(PARAMS, JOBS, msgs, len(regmap.job_writes(JOBS)))
     replies = run_bridge(PARAMS, host_stream(msgs, JOBS), n_replies=n)
     assert replies[-1].type == hu.SYNCREP
     verdicts, results, ctrl = split(replies)
@@ -154,7 +155,7 @@ def test_bridge_random_traffic_vs_golden():
     assert per_key(results) == per_key(er)
     assert sorted(results) == sorted(er)
     # CTRL write replies read the register back.
-    assert [d for _, d in ctrl] == [v for _, v in hu.job_writes(JOBS)]
+    assert [d for _, d in ctrl] == [v for _, v in regmap.job_writes(JOBS)]
 
 
 def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
@@ -168,7 +169,7 @@ def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
         msgs.append(make_contrib(1, 0, 1, w, [0xC0C0C0C0 + w] * 6, dtype=DType.INT32, op=Op.SUM))
     msgs.append(make_contrib(1, 0, 1, 0, [1] * 6, dtype=DType.INT32) + b"\x01")   # bad length
     msgs.append(b"\x10\x00")                                                       # runt
-    counter_reads = [hu.COUNTER_BASE + i for i in range(len(COUNTERS))] + [hu.BRIDGE_BASE]
+    counter_reads = [regmap.COUNTER_BASE + i for i in range(len(COUNTERS))] + [regmap.BRIDGE_BASE]
     extra = hu.slip_encode(bytes([0x55, 1, 2]))                                    # bad frame
     after = b"".join(hu.slip_encode(hu.ctrl_frame(a)) for a in counter_reads)
     ev, er, ec = expected(PARAMS, JOBS, msgs)
@@ -180,8 +181,8 @@ def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
     assert [(code, tag) for tag, code in verdicts] == ev
     assert per_key(results) == per_key(er)
     got = {a: d for a, d in ctrl}
-    assert [got[hu.COUNTER_BASE + i] for i in range(len(COUNTERS))] == [ec[c] for c in COUNTERS]
-    assert got[hu.BRIDGE_BASE] == 1            # the one bad frame
+    assert [got[regmap.COUNTER_BASE + i] for i in range(len(COUNTERS))] == [ec[c] for c in COUNTERS]
+    assert got[regmap.BRIDGE_BASE] == 1            # the one bad frame
 
 
 # ---------------------------------------------------------------- cocotb

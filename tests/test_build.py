@@ -91,7 +91,7 @@ def test_icebreaker_bitstream_fits_the_up5k(tmp_path):
 
 
 def test_out_of_context_build_refuses_a_job_table(tmp_path):
-    from netagg.sim.jobs import JobTable
+    from netagg.jobs import JobTable
     jobs = JobTable.from_dict({"jobs": [{"id": 0, "workers": 2, "slot_base": 0, "slots": 4}]},
                               SMALL)
     with pytest.raises(ValueError, match="job table"):

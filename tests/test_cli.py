@@ -15,24 +15,15 @@ import types
 import numpy as np
 import pytest
 
-from netagg import cli
+from netagg import cli, pcap
+from netagg.frames import Endpoint, build_frame
+from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim import arith, pcap
-from netagg.sim.frames import Endpoint, build_frame
-from netagg.sim.jobs import JobTable
-from netagg.sim.model import Router, classify, run_model, run_model_seq
-from netagg.sim.protocol import (
-    COUNTERS,
-    STATUS_NAN,
-    STATUS_OVERFLOW,
-    DType,
-    Header,
-    Message,
-    MsgType,
-    Op,
-    Verdict,
-)
-from netagg.sim.switch import make_contrib
+from netagg.payload import Message
+from netagg.sim import arith
+from netagg.sim.frame_model import Router, classify, run_model, run_model_seq
+from netagg.sim.message_model import make_contrib
+from netagg.wire import COUNTERS, STATUS_NAN, STATUS_OVERFLOW, DType, Header, MsgType, Op, Verdict
 
 PARAM_ARGS = ["--workers", "4", "--slots", "8", "--elements", "8", "--lanes", "4",
               "--jobs", "2", "--switch-mac", "02:aa:bb:cc:dd:ee", "--switch-ip", "192.168.7.1"]

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from core_tb import expected, per_key, run_core
 
+from netagg.jobs import Job, JobTable
 from netagg.params import Params
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.protocol import DType, Op
-from netagg.sim.switch import make_contrib
+from netagg.sim.message_model import make_contrib
 from netagg.sim.traffic import random_traffic
+from netagg.wire import DType, Op
 
 CONFIGS = {
     "l4k16": (dict(lanes=4, elements=16, workers=3, slots=8, jobs=2),
@@ -82,7 +82,7 @@ def test_beat_count_mismatch_never_touches_state():
     import dataclasses
 
     from netagg.sim.beats import message_to_beats
-    from netagg.sim.protocol import Verdict
+    from netagg.wire import Verdict
 
     params, jobs = build("l4k16")
     good = [make_contrib(0, 2, 0, w, list(range(1, 13)), dtype=DType.INT32, op=Op.SUM)

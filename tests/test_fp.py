@@ -11,8 +11,8 @@ from amaranth.sim import Simulator
 
 from netagg.hdl.fp import BF16, FP32, BF16ToFP32, FP32ToBF16, FPAdd, FPMinMax
 from netagg.sim import arith
-from netagg.sim.protocol import DType, Op
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS
+from netagg.wire import DType, Op
 
 U32 = np.uint32
 

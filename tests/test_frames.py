@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netagg.sim.frames import (
+from netagg.frames import (
     AddressBook,
     Endpoint,
     build_frame,

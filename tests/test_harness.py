@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from netagg import cli
+from netagg import cli, frames, pcap
+from netagg.frames import Endpoint
+from netagg.jobs import Job, JobTable
 from netagg.params import Params
-from netagg.sim import frames, pcap
-from netagg.sim.frames import Endpoint
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.protocol import COUNTERS, HEADER_BYTES, DType, Header, Op
+from netagg.sim.message_model import make_contrib
 from netagg.sim.specials import FP32_SPECIALS
-from netagg.sim.switch import make_contrib
+from netagg.wire import COUNTERS, HEADER_BYTES, DType, Header, Op
 
 harness = pytest.importorskip("netagg.sim.harness")
 tb = pytest.importorskip("netagg.sim.cocotb.tb")
@@ -248,7 +247,7 @@ def test_frames_from_run_addresses_like_the_model():
     m = [make_contrib(0, 0, 0, w, [1]) for w in (0, 1)]
     recs = [frames.build_frame(m[0], _endpoint(1), sw), b"\0" * 60,
             frames.build_frame(m[1], _endpoint(2), sw)]
-    from netagg.sim.model import classify
+    from netagg.sim.frame_model import classify
     messages, ignored = classify(recs, params.port)
     assert ignored == 1
     run = {"verdicts": [0, 0], "results": [[1, _result(0, 0, 0, 0)], [1, _result(0, 0, 0, 1)]]}
@@ -264,7 +263,7 @@ def test_frames_from_run_rejects_inconsistent_runs():
     params = Params(**SMALL)
     sw = Endpoint(params.switch_mac_bytes, params.switch_ip_bytes, params.port)
     recs = [frames.build_frame(make_contrib(0, 0, 0, 0, [1]), _endpoint(1), sw)]
-    from netagg.sim.model import classify
+    from netagg.sim.frame_model import classify
     messages, _ = classify(recs, params.port)
     with pytest.raises(harness.SimError, match="verdicts"):
         harness.frames_from_run(params, messages, {"verdicts": [], "results": []})

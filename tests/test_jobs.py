@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from netagg.jobs import Job, JobTable
 from netagg.params import ParamError, Params
-from netagg.sim.jobs import Job, JobTable
 
 P = Params(workers=8, slots=256, jobs=4)
 SPEC_EXAMPLE = ('{"jobs": [{"id": 0, "workers": 4, "slot_base": 0, "slots": 64},\n'

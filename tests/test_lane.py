@@ -10,8 +10,8 @@ from amaranth.sim import Simulator
 
 from netagg.hdl.lane import Lane
 from netagg.sim import arith
-from netagg.sim.protocol import DType, Op
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
+from netagg.wire import DType, Op
 
 U32 = np.uint32
 

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from netagg.sim import pcap
-from netagg.sim.pcap import PcapError, Record
+from netagg import pcap
+from netagg.pcap import PcapError, Record
 
 FRAMES = [bytes(range(60)), b"\xff" * 1514, b"\x01\x02"]
 TS = [(1_700_000_000, 123_456), (1_700_000_001, 0), (5, 999_999)]

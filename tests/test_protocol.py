@@ -7,19 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netagg.sim.protocol import (
+from netagg.payload import Message, decode_values, encode_values
+from netagg.wire import (
     COUNTERS,
     HEADER_BYTES,
     STATUS_NAN,
     STATUS_OVERFLOW,
     DType,
     Header,
-    Message,
     MsgType,
     Op,
     Verdict,
-    decode_values,
-    encode_values,
 )
 
 

@@ -12,22 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from netagg.jobs import Job, JobTable
 from netagg.params import ParamError, Params
+from netagg.payload import Message
 from netagg.sim import arith
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.protocol import (
-    COUNTERS,
-    STATUS_NAN,
-    STATUS_OVERFLOW,
-    DType,
-    Header,
-    Message,
-    MsgType,
-    Op,
-    Verdict,
-)
+from netagg.sim.message_model import Switch, make_contrib
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
-from netagg.sim.switch import Switch, make_contrib
+from netagg.wire import COUNTERS, STATUS_NAN, STATUS_OVERFLOW, DType, Header, MsgType, Op, Verdict
 
 FP32, BF16, INT32 = DType.FP32, DType.BF16, DType.INT32
 SUM, MIN, MAX = Op.SUM, Op.MIN, Op.MAX

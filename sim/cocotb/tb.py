@@ -14,7 +14,7 @@ come back in order with the right tag, and a RESULT's tag is unwrapped to
 the most recent message number with that tag.
 
 :class:`Scoreboard` is the reference: the golden model
-(:class:`netagg.sim.switch.Switch`) fed in arrival order gives each
+(:class:`netagg.sim.message_model.Switch`) fed in arrival order gives each
 message's verdict and the RESULTs it causes; RESULTs are compared bit-exact,
 with their causing message, in order per (job, slot, ver, worker); the
 counters are compared at the end, and nothing expected may be left over.
@@ -33,22 +33,13 @@ from collections import Counter, defaultdict, deque
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from netagg.hdl.core import COUNTER_BASE, COUNTER_NAMES
-from netagg.hdl.job_table import JOB_REGS
+from netagg import regmap
+from netagg.jobs import Job, JobTable
 from netagg.params import Params
 from netagg.sim import beats as beatcodec
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.protocol import (
-    COUNTERS,
-    HEADER_BYTES,
-    DType,
-    Header,
-    MsgType,
-    Op,
-    Verdict,
-)
-from netagg.sim.switch import Switch, make_contrib
+from netagg.sim.message_model import Switch, make_contrib
 from netagg.sim.traffic import random_values
+from netagg.wire import COUNTERS, HEADER_BYTES, DType, Header, MsgType, Op, Verdict
 
 PERIOD_NS = 10
 TAG_MOD = 1 << beatcodec.TAG_BITS
@@ -360,15 +351,9 @@ class TB:
     async def configure(self, jobs: JobTable) -> None:
         """Write every job entry (unlisted ones disabled) and read it back."""
         want = {}
-        for j in range(self.params.jobs):
-            job = jobs[j] if j in jobs else None
-            if job is None:
-                regs = (0, 0, 0)
-            else:
-                regs = (int(job.enabled) | (job.workers << 8), job.slot_base, job.slots)
-            for r, value in enumerate(regs):
-                want[JOB_REGS * j + r] = value
-                await self.write_reg(JOB_REGS * j + r, value)
+        for addr, value in regmap.job_writes(jobs):
+            want[addr] = value
+            await self.write_reg(addr, value)
         for addr, value in want.items():
             got = await self.read_reg(addr)
             if got != value:
@@ -376,8 +361,8 @@ class TB:
                                  f"wrote 0x{value:x}")
 
     async def read_counters(self) -> dict[str, int]:
-        return {name: await self.read_reg(COUNTER_BASE + i)
-                for i, name in enumerate(COUNTER_NAMES)}
+        return {name: await self.read_reg(regmap.counter_addr(name))
+                for name in regmap.CORE_COUNTERS}
 
     # -- traffic --
 

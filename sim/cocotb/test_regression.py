@@ -21,7 +21,7 @@ import cocotb
 from netagg.params import Params
 from netagg.sim.cocotb.tb import TB, BenchError, Scoreboard, Traffic, regression_jobs
 from netagg.sim.harness import ENV_PARAMS
-from netagg.sim.protocol import DType, Op, Verdict
+from netagg.wire import DType, Op, Verdict
 
 
 def _setup(dut, name: str):

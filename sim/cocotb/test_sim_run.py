@@ -20,10 +20,10 @@ import os
 
 import cocotb
 
+from netagg.jobs import JobTable
 from netagg.params import Params
 from netagg.sim.cocotb.tb import TB
 from netagg.sim.harness import ENV_IO, ENV_OUT, ENV_PARAMS
-from netagg.sim.jobs import JobTable
 
 
 def _write(obj) -> None:

@@ -7,8 +7,8 @@ way.
 Pure Python and NumPy.
 
 Contract of :func:`run_model`: frames are taken in order; a frame that is not
-a netagg message (:func:`netagg.sim.frames.parse`) only counts as
-``ignored``; every other one goes through :class:`netagg.sim.switch.Switch`.
+a netagg message (:func:`netagg.frames.parse`) only counts as
+``ignored``; every other one goes through :class:`netagg.sim.message_model.Switch`.
 Each RESULT becomes one frame, in send order, from the switch's endpoint
 (``switch_mac``, ``switch_ip``, ``port``) to the endpoint (MAC, IP, UDP
 source port) of the destination worker's most recent accepted CONTRIB (a new
@@ -21,13 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from netagg import frames as framing
+from netagg.frames import AddressBook, Endpoint
+from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim import frames as framing
-from netagg.sim.frames import AddressBook, Endpoint
-from netagg.sim.jobs import JobTable
-from netagg.sim.pcap import Record
-from netagg.sim.protocol import Message, Verdict
-from netagg.sim.switch import Switch
+from netagg.payload import Message
+from netagg.pcap import Record
+from netagg.sim.message_model import Switch
+from netagg.wire import Verdict
 
 
 class Ingress(NamedTuple):

@@ -1,8 +1,9 @@
 """The netagg v1 wire format (``docs/protocol.md``): one definition of the
-header, used by the Python codec here and by the hardware layouts in
-:mod:`netagg.hdl.layouts`.
+header, its field enums, the verdicts and the counters. The hardware layouts
+(:mod:`netagg.hdl.layouts`), the golden model, the host library and the
+payload codec (:mod:`netagg.payload`) all take them from here.
 
-Pure Python and NumPy.
+Pure Python: imports nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -10,11 +11,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-import numpy as np
-
 VERSION = 1
 HEADER_BYTES = 16
-MAX_CONTRIBUTORS = 255
 
 
 class MsgType(enum.IntEnum):
@@ -133,40 +131,6 @@ class Header:
 
     def replace(self, **changes) -> Header:
         return dataclasses.replace(self, **changes)
-
-
-def element_dtype(dtype: DType) -> np.dtype:
-    """Big-endian NumPy dtype of one wire element (raw bits, unsigned)."""
-    return np.dtype(">u2") if DType(dtype) is DType.BF16 else np.dtype(">u4")
-
-
-def encode_values(dtype: DType, bits) -> bytes:
-    """Raw element bits (any integer array) to payload bytes."""
-    return np.asarray(bits, dtype=np.uint64).astype(element_dtype(dtype)).tobytes()
-
-
-def decode_values(dtype: DType, payload: bytes) -> np.ndarray:
-    """Payload bytes to raw element bits as uint32 (bf16 in the low 16 bits)."""
-    return np.frombuffer(payload, dtype=element_dtype(dtype)).astype(np.uint32)
-
-
-@dataclasses.dataclass(frozen=True)
-class Message:
-    """A netagg message: header and the payload's raw element bits (uint32,
-    bf16 in the low 16 bits)."""
-
-    header: Header
-    values: np.ndarray
-
-    def pack(self) -> bytes:
-        return self.header.pack() + encode_values(self.header.dtype, self.values)
-
-    def __eq__(self, other):
-        return (isinstance(other, Message) and self.header == other.header
-                and np.array_equal(self.values, other.values))
-
-    def __hash__(self):
-        return hash((self.header, self.values.tobytes()))
 
 
 COUNTERS = (

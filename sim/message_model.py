@@ -20,10 +20,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from netagg.jobs import Job, JobTable
 from netagg.params import Params
+from netagg.payload import Message, decode_values
 from netagg.sim import arith
-from netagg.sim.jobs import Job, JobTable
-from netagg.sim.protocol import (
+from netagg.wire import (
     COUNTERS,
     HEADER_BYTES,
     STATUS_NAN,
@@ -31,11 +32,9 @@ from netagg.sim.protocol import (
     VERSION,
     DType,
     Header,
-    Message,
     MsgType,
     Op,
     Verdict,
-    decode_values,
 )
 
 
