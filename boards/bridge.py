@@ -30,8 +30,9 @@ from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
 from netagg import uartlink as hu
-from netagg.boards.uart import UARTRx, UARTTx, _check_divisor
+from netagg.boards.uart import UARTRx, UARTTx, check_divisor
 from netagg.hdl import layouts
+from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.core import NetaggCore
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.params import Params
@@ -122,7 +123,7 @@ class SlipEncoder(wiring.Component):
         return m
 
 
-class CoreBridge(wiring.Component):
+class CoreBridge(CheckedComponent):
     """A netagg core behind the bridge's frame protocol (module docstring).
 
     ``rx``: SLIP bytes from the host; ``tx``: SLIP bytes to the host.
@@ -131,9 +132,12 @@ class CoreBridge(wiring.Component):
     counter has counted. ``ready``: the job table is loaded.
     """
 
-    def __init__(self, params: Params, *, fp_stages=None, jobs=None):
+    @staticmethod
+    def check(params: Params, **kwargs) -> None:
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {type(params).__name__}")
+
+    def __init__(self, params: Params, *, fp_stages=None, jobs=None):
         if jobs is not None and jobs.params != params:
             from netagg.jobs import JobTable
             jobs = JobTable(list(jobs), params)
@@ -446,14 +450,18 @@ class CoreBridge(wiring.Component):
         return m
 
 
-class UARTBridge(wiring.Component):
+class UARTBridge(CheckedComponent):
     """:class:`CoreBridge` on UART pins: ``rx`` from the host, ``tx`` to it,
     ``divisor`` clock cycles per bit. The receive FIFO holds ``rx_fifo``
     bytes (default: two of the longest MSG frames, at least 64)."""
 
+    @staticmethod
+    def check(params: Params, divisor: int, **kwargs) -> None:
+        CoreBridge.check(params)
+        check_divisor(divisor)
+
     def __init__(self, params: Params, divisor: int, *, fp_stages=None, jobs=None,
                  rx_fifo: int | None = None):
-        _check_divisor(self, divisor)
         self._bridge = CoreBridge(params, fp_stages=fp_stages, jobs=jobs)
         self._divisor = divisor
         depth = rx_fifo or max(64, _pow2_at_least(2 * self._bridge.max_frame))
