@@ -90,13 +90,16 @@ class IssueQueue(CheckedComponent):
     busy : Out(1)
         An entry is held, or a beat is in the loop or on ``res_beat``.
 
-    Issue rules: the oldest entry issues unless it is a combine whose beat's
+    Issue rules: the older entry issues unless it is a combine whose beat's
     accumulator address is still in the loop (read-after-write hazard) or a
-    retransmission while the lanes hold combine beats. The younger one
-    issues in a cycle the older one does not, if it is a combine of another
-    slot than, and not behind, a retransmission, and not a RESULT behind a
-    RESULT. Loop: ``loop_latency`` = lane latency + 3 cycles from the
-    accumulator read address to the write-back (address register, RAM read,
+    retransmission while the lanes hold combine beats (seen one cycle late).
+    The younger one, always a combine, issues in a cycle the older one does
+    not, unless it has a hazard or the older one has beats left and it was
+    ``blocked`` when pushed: behind an entry of the same slot, behind a
+    retransmission, or a RESULT behind a RESULT. So messages of one slot
+    keep their order and RESULT beats never interleave. Loop:
+    ``loop_latency`` = lane latency + 3 cycles from the accumulator read
+    address to the write-back (address register, RAM read,
     RAM output register, the lanes); the read port is transparent to the
     write-back.
     """
