@@ -1,23 +1,18 @@
 """The slot table's issue queue: decided messages, their beats issued to the
-lanes through the accumulators' read-add-write loop, with hazard checks."""
+lane loop (:mod:`netagg.hdl.lane_loop`) one per cycle, with hazard checks
+and the overtaking rules."""
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream
-from amaranth.lib.memory import Memory
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.lane import Lane
-from netagg.hdl.slot_layouts import (
-    acc_word,
-    beat_count_bits,
-    data_addr_bits,
-    issue_request,
-    result_beat,
-)
+from netagg.hdl.lane_loop import LaneLoop, acc_addr_bits
+from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits, issue_request, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
 
@@ -38,7 +33,7 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "beat": unsigned(bbits),            # next beat to issue
         "last_beat": unsigned(bbits),       # beats - 1
         "left": unsigned(layouts.bits_for(params.elements + 1)),  # elements from `beat` on
-        "acc_addr": unsigned(layouts.bits_for(2 * params.slots * params.beats)),
+        "acc_addr": unsigned(acc_addr_bits(params)),
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_beats": unsigned(bbits),
         "done": unsigned(1),      # every beat issued; leaves the queue next cycle
@@ -46,21 +41,10 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
     })
 
 
-def _stage(params: Params) -> data.StructLayout:
-    """A beat in the loop: where it writes back, and what it carries along."""
-    return data.StructLayout({
-        "valid": unsigned(1), "rtx": unsigned(1),
-        "addr": unsigned(layouts.bits_for(2 * params.slots * params.beats)),
-        "mask": unsigned(params.lanes), "last": unsigned(1), "first": unsigned(1),
-        "result": unsigned(1), "nan": unsigned(1), "ovf": unsigned(1),
-        "bf16": unsigned(1),
-    })
-
-
 class IssueQueue(CheckedComponent):
-    """Two decided messages, their beats issued one per cycle through the
-    accumulators' read-add-write loop (2 x S x K/L accumulator beats in block
-    RAM, L lanes).
+    """Two decided messages, their beats issued one per cycle to a
+    :class:`~netagg.hdl.lane_loop.LaneLoop` (the accumulators' read-add-write
+    loop through L lanes), which it holds.
 
     Ports
     -----
@@ -106,14 +90,12 @@ class IssueQueue(CheckedComponent):
 
     @staticmethod
     def check(params: Params, *, data_beats: int, fp_stages=None) -> None:
-        Lane.check(dtypes=params.dtypes, ops=params.ops,
-                   bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
+        LaneLoop.check(params, fp_stages=fp_stages)
 
     def __init__(self, params: Params, *, data_beats: int, fp_stages=None):
         self._params = params
         self._data_beats = data_beats
-        self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
-                               bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
+        self._fp_stages = fp_stages
         self._lane_latency = Lane.latency_of(fp_stages)
         super().__init__({
             "push": In(stream.Signature(issue_request(params, data_beats), always_ready=True)),
@@ -139,20 +121,11 @@ class IssueQueue(CheckedComponent):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        L, B, S = p.lanes, p.beats, p.slots
-        D = self._lane_latency
+        L, B = p.lanes, p.beats
         entry_l = _entry(p, self._data_beats)
-        stage_l = _stage(p)
-
-        m.submodules.acc_mem = acc_mem = Memory(shape=acc_word(p), depth=2 * S * B, init=[])
-        acc_wr = acc_mem.write_port()
-        acc_rd = acc_mem.read_port(transparent_for=(acc_wr,))
-        lanes = []
-        for i in range(L):
-            lane = Lane(**self._lane_args)
-            m.submodules[f"lane{i}"] = lane
-            m.d.comb += lane.o.ready.eq(1)
-            lanes.append(lane)
+        m.submodules.loop = loop = LaneLoop(p, fp_stages=self._fp_stages)
+        m.d.comb += loop.data.eq(self.data)
+        wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
         # ---------------- the queue: older, younger ----------------
         older = Signal(entry_l)
@@ -160,37 +133,15 @@ class IssueQueue(CheckedComponent):
         queue = [older, younger]
         overtaken_beats = Signal.like(self.released)   # freed beats of entries that overtook
 
-        # Loop stages: address (RAM addresses), read (RAMs being read),
-        # operands (RAM outputs registered: the lanes' inputs), then D lane stages.
-        at_addr = Signal(stage_l)
-        at_addr_dtype = Signal(layouts.DType)
-        at_addr_op = Signal(layouts.Op)
-        at_read = Signal(stage_l)
-        at_read_dtype = Signal(layouts.DType)
-        at_read_op = Signal(layouts.Op)
-        at_operands = Signal(stage_l)
-        at_operands_dtype = Signal(layouts.DType)
-        at_operands_op = Signal(layouts.Op)
-        in_lanes = [Signal(stage_l, name=f"in_lane{k}") for k in range(D)]
-        # Beats whose write-back is still ahead (the last one writes this
-        # cycle, and the read port is transparent to it).
-        in_loop = [at_addr, at_read, at_operands] + in_lanes[:D - 1]
-        # Registered: a retransmission waits as the older entry with nothing
-        # issuing, so the loop seen a cycle ago bounds the one now.
-        lanes_busy = Signal()
-        m.d.sync += lanes_busy.eq(Cat(s.valid & ~s.rtx
-                                      for s in [at_addr, at_read, at_operands] + in_lanes).any())
-
-        unissued, hazard = [], []
-        for name, ent in zip(("older", "younger"), queue, strict=True):
-            h = Signal(name=f"{name}_hazard")
-            for s in in_loop:
-                with m.If(s.valid & ~s.rtx & (s.addr == ent.acc_addr)):
-                    m.d.comb += h.eq(1)
-            hazard.append(h)
+        unissued = []
+        for k, ent in enumerate(queue):
+            m.d.comb += loop.hazard_addr[k].eq(ent.acc_addr)
             unissued.append(ent.valid & ~ent.done)
+        hazard = [loop.hazard[0], loop.hazard[1]]
         older_can = unissued[0] & ~older.rtx & ~hazard[0]
-        older_rtx = unissued[0] & older.rtx & ~lanes_busy
+        # A retransmission waits as the older entry with nothing issuing, so
+        # the loop seen a cycle ago (registered) bounds the one now.
+        older_rtx = unissued[0] & older.rtx & ~loop.lanes_busy
         younger_can = unissued[1] & ~younger.rtx & ~hazard[1] & (~younger.blocked | ~unissued[0])
         issue_older = Signal()
         issue_younger = Signal()
@@ -206,22 +157,20 @@ class IssueQueue(CheckedComponent):
         lane_mask = Signal(L)
         for i in range(L):
             m.d.comb += lane_mask[i].eq(issuing.left > i)
-        m.d.sync += [
-            at_addr.valid.eq(issue_older | issue_younger),
-            at_addr.rtx.eq(older_rtx),
-            at_addr.addr.eq(issuing.acc_addr),
-            at_addr.mask.eq(lane_mask),
-            at_addr.last.eq(issuing.beat == issuing.last_beat),
-            at_addr.first.eq(issuing.first),
-            at_addr.result.eq(issuing.result),
-            at_addr.bf16.eq(issuing.dtype == layouts.DType.BF16),
-            at_addr_dtype.eq(issuing.dtype),
-            at_addr_op.eq(issuing.op),
-            self.data_addr.eq(issuing.data_addr),
+        beat = loop.issue.payload
+        m.d.comb += [
+            loop.issue.valid.eq(issue_older | issue_younger),
+            beat.rtx.eq(older_rtx),
+            beat.addr.eq(issuing.acc_addr),
+            beat.mask.eq(lane_mask),
+            beat.last.eq(issuing.beat == issuing.last_beat),
+            beat.first.eq(issuing.first),
+            beat.result.eq(issuing.result),
+            beat.bf16.eq(issuing.dtype == layouts.DType.BF16),
+            beat.dtype.eq(issuing.dtype),
+            beat.op.eq(issuing.op),
         ]
-        m.d.comb += [acc_rd.addr.eq(at_addr.addr), acc_rd.en.eq(1)]
-        m.d.sync += [at_read.eq(at_addr), at_read_dtype.eq(at_addr_dtype),
-                     at_read_op.eq(at_addr_op)]
+        m.d.sync += self.data_addr.eq(issuing.data_addr)
 
         # The queue after this cycle's issue.
         advanced = [Signal(entry_l, name="older_next"), Signal(entry_l, name="younger_next")]
@@ -287,64 +236,5 @@ class IssueQueue(CheckedComponent):
         with m.Else():
             m.d.sync += [older.eq(placed), younger.eq(0)]
 
-        # Operands: the RAM outputs, registered; lane inputs. The stage
-        # delay line follows the lanes.
-        acc_in = Signal(acc_word(p))
-        payload_in = Signal(payload_beat(p))
-        rtx_out = Signal()       # the operands stage holds a retransmitted beat (not for lanes)
-        m.d.sync += [at_operands.eq(at_read), at_operands_dtype.eq(at_read_dtype),
-                     at_operands_op.eq(at_read_op), acc_in.eq(acc_rd.data),
-                     payload_in.eq(self.data), rtx_out.eq(at_read.valid & at_read.rtx)]
-        with m.If(at_read.rtx):
-            m.d.sync += at_operands.valid.eq(0)
-        for i, lane in enumerate(lanes):
-            m.d.comb += [
-                lane.i.valid.eq(at_operands.valid),
-                lane.i.payload.a.eq(acc_in.data[i]),
-                lane.i.payload.b.eq(payload_in[i]),
-                lane.i.payload.dtype.eq(at_operands_dtype),
-                lane.i.payload.op.eq(at_operands_op),
-                lane.i.payload.first.eq(at_operands.first),
-            ]
-        m.d.sync += [in_lanes[0].eq(at_operands), in_lanes[0].nan.eq(acc_in.nan),
-                     in_lanes[0].ovf.eq(acc_in.ovf)]
-        for k in range(1, D):
-            m.d.sync += in_lanes[k].eq(in_lanes[k - 1])
-        out = in_lanes[D - 1]
-
-        # Write-back with the new sticky flags of the beat.
-        lane_nan = Cat(lane.o.payload.nan for lane in lanes) & out.mask
-        lane_ovf = Cat(lane.o.payload.ovf for lane in lanes) & out.mask
-        new_nan = (out.nan & ~out.first) | lane_nan.any()
-        new_ovf = (out.ovf & ~out.first) | lane_ovf.any()
-        with m.If(out.valid):
-            m.d.comb += [
-                acc_wr.addr.eq(out.addr),
-                acc_wr.en.eq(1),
-                acc_wr.data.nan.eq(new_nan),
-                acc_wr.data.ovf.eq(new_ovf),
-            ]
-            for i, lane in enumerate(lanes):
-                m.d.comb += acc_wr.data.data[i].eq(lane.o.payload.r)
-
-        # RESULT beats: from the lanes (a completing round) or the registered
-        # RAM output (a retransmission, issued only once the lanes are empty).
-        rb = self.res_beat
-        m.d.sync += rb.valid.eq(0)
-        with m.If(out.valid & out.result):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(out.mask),
-                         rb.payload.nan.eq(new_nan), rb.payload.ovf.eq(new_ovf),
-                         rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16)]
-            for i, lane in enumerate(lanes):
-                m.d.sync += rb.payload.data[i].eq(lane.o.payload.r)
-        with m.Elif(rtx_out):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(at_operands.mask),
-                         rb.payload.nan.eq(acc_in.nan), rb.payload.ovf.eq(acc_in.ovf),
-                         rb.payload.last.eq(at_operands.last),
-                         rb.payload.bf16.eq(at_operands.bf16),
-                         rb.payload.data.eq(acc_in.data)]
-
-        m.d.comb += self.busy.eq(older.valid | younger.valid | at_addr.valid | at_read.valid
-                                 | at_operands.valid | rtx_out | rb.valid
-                                 | Cat(s.valid for s in in_lanes).any())
+        m.d.comb += self.busy.eq(older.valid | younger.valid | loop.busy)
         return m

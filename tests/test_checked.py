@@ -17,6 +17,7 @@ from netagg.hdl.fp import FPAdd, FPMinMax
 from netagg.hdl.intalu import IntAdd, IntMinMax
 from netagg.hdl.issue_queue import IssueQueue
 from netagg.hdl.lane import Lane
+from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.multicast import Multicast
 from netagg.hdl.payload_buffer import PayloadBuffer
 from netagg.hdl.slot_table import SlotTable
@@ -30,6 +31,7 @@ REFUSED = {
     "slot_table_stages": lambda: SlotTable(P, result_beats=4, data_beats=4, fp_stages=99),
     "payload_buffer": lambda: PayloadBuffer(P, depth=2),
     "issue_queue": lambda: IssueQueue(P, data_beats=4, fp_stages=-1),
+    "lane_loop": lambda: LaneLoop(P, fp_stages=7),
     "credit": lambda: ResultCredit(2, need=3),
     "multicast": lambda: Multicast(P, depth=6),
     "lane": lambda: Lane(dtypes=("fp64",)),
