@@ -28,9 +28,10 @@ class PayloadBuffer(CheckedComponent):
     Ports
     -----
     w : In(stream of payload_beat)
-        Beats to store. ``w.ready`` is registered: high when the buffer holds
-        fewer than ``depth - 1`` beats after the previous cycle (a beat written
-        while it is high always fits). One beat per cycle.
+        Beats to store. ``w.ready`` is registered: high when fewer than
+        ``depth - 1`` beats were held in the previous cycle (before its write
+        and release), so a beat written while it is high always fits. Low
+        in the first cycle after reset. One beat per cycle.
     rd_addr : In(address)
         Read address; ``rd_data`` holds that beat one cycle later (a block
         RAM read with its output register). The caller never reads a beat in
