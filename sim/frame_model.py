@@ -76,11 +76,13 @@ class Router:
             job, worker = p[2], int.from_bytes(p[6:8], "big")
             self.book.note(message.seq, job, worker, message.endpoint)
 
-    def frame(self, result: Message, seq: int) -> bytes:
-        """The frame of a RESULT caused by message ``seq``."""
-        h = result.header
-        dst = self.book.lookup(seq, h.job, h.worker)
-        return framing.build_result_frame(result.pack(), self.src, dst)
+    def frame(self, result: Message | bytes, seq: int) -> bytes:
+        """The frame of a RESULT (a Message or its bytes) caused by message
+        ``seq``."""
+        if isinstance(result, Message):
+            result = result.pack()
+        dst = self.book.lookup(seq, result[2], int.from_bytes(result[6:8], "big"))
+        return framing.build_result_frame(result, self.src, dst)
 
 
 def run_model_seq(params: Params, jobs: JobTable, frames: Iterable[bytes | Record]
@@ -92,9 +94,9 @@ def run_model_seq(params: Params, jobs: JobTable, frames: Iterable[bytes | Recor
     router = Router(params)
     out = []
     for m in messages:
-        outcome = switch.receive(m.payload)
-        router.note(m, outcome.verdict)
-        out.extend((m.seq, router.frame(r, m.seq)) for r in outcome.results)
+        verdict, results = switch.process(m.payload)
+        router.note(m, verdict)
+        out.extend((m.seq, router.frame(r, m.seq)) for r in results)
     stats = dict(switch.counters)
     stats["ignored"] = ignored
     return out, stats
