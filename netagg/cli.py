@@ -136,6 +136,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=1, help="messages in flight (default 1)")
     p.add_argument("--timeout", type=float, default=5.0,
                    help="seconds to wait for each reply (default 5)")
+
+    p = sub.add_parser("serve", parents=[params], allow_abbrev=False,
+                       help="a netagg switch on a UDP socket (golden model or RTL)",
+                       description="Serve netagg messages on a UDP socket: each datagram is "
+                                   "one message, RESULTs go to each worker's most recent "
+                                   "accepted address. Stops on SIGINT/SIGTERM and writes "
+                                   "STATS.json.")
+    p.add_argument("--jobs-config", metavar="JOBS.json",
+                   help="job table (required unless --ctrl-key loads it at run time)")
+    p.add_argument("--listen", metavar="ADDR:PORT",
+                   help="UDP address to bind (default 127.0.0.1:PORT, PORT from --port)")
+    p.add_argument("--backend", choices=("model", "rtl"), default="model",
+                   help="golden model (default) or the generated core in a simulator")
+    p.add_argument("--simulator", choices=SIMULATORS, default="verilator",
+                   help="simulator of --backend rtl (default verilator)")
+    p.add_argument("--record", metavar="DIR", help="write DIR/in.pcap and DIR/out.pcap")
+    p.add_argument("--stats", dest="stats_path", metavar="STATS.json",
+                   help="counters written on stop (default DIR/STATS.json with --record)")
+    p.add_argument("--loss", type=float, default=0.0, metavar="P",
+                   help="drop each received datagram and each RESULT with probability P")
+    p.add_argument("--dup", type=float, default=0.0, metavar="P",
+                   help="hand each received datagram to the backend twice with probability P")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fault injection (default 0)")
+    p.add_argument("--ctrl-key", metavar="HEX",
+                   help="64-bit key of the UDP control plane (without it: no control plane)")
+    p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
+                   help="UDP port of the control plane (default 42663)")
     return parser
 
 
@@ -265,8 +292,27 @@ def cmd_uart(args, params) -> int:
     return 0
 
 
+def cmd_serve(args, params) -> int:
+    from netagg.host.serve import parse_listen, serve_main
+    jobs = _load_jobs(args, params) if args.jobs_config else None
+    listen = parse_listen(args.listen or "127.0.0.1", params.port)
+    key = None
+    if args.ctrl_key is not None:
+        from netagg.ctrlproto import parse_key
+        key = parse_key(args.ctrl_key)
+    elif args.ctrl_port is not None:
+        raise CliError("--ctrl-port needs --ctrl-key")
+    stats = args.stats_path
+    if stats is None and args.record:
+        stats = os.path.join(args.record, "STATS.json")
+    return serve_main(params, jobs, listen=listen, backend=args.backend,
+                      simulator=args.simulator, record=args.record, stats_path=stats,
+                      loss=args.loss, dup=args.dup, seed=args.seed, fp_stages=args.fp_stages,
+                      ctrl_key=key, ctrl_port=args.ctrl_port)
+
+
 COMMANDS = {"generate": cmd_generate, "sim": cmd_sim, "model": cmd_model, "build": cmd_build,
-            "uart": cmd_uart}
+            "uart": cmd_uart, "serve": cmd_serve}
 
 
 def _one_line(e: BaseException) -> str:
@@ -282,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:                 # usage error (2) or --help/--version (0)
         return e.code if isinstance(e.code, int) else 2
     from netagg.pcap import PcapError
-    backend = args.command in ("generate", "sim", "build", "uart")
+    backend = args.command in ("generate", "sim", "build", "uart", "serve")
     user_errors = (ParamError, PcapError, CliError) + ((ValueError,) if backend else ())
     if args.command == "uart":
         user_errors += (TimeoutError,)

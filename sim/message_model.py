@@ -103,9 +103,10 @@ _BE = {int(DType.INT32): np.dtype(">u4"), int(DType.FP32): np.dtype(">u4"),
 _SIZE = {int(d): d.size for d in DType}
 _U32 = np.uint32
 _F32 = np.float32
-# fp32 bits (shifted left by one to drop the sign) below this have an
-# exponent below 254: |x| < 2**127, so the sum of two such values is finite.
-_SAFE = _U32(0xFE000000)
+# fp32 bits shifted left by one (dropping the sign) below this: exponent
+# field below 246, |x| < 2**119 (finite, not NaN).
+_SMALL = _U32(246 << 24)
+_BEF = {int(DType.FP32): np.dtype(">f4"), int(DType.BF16): np.dtype(np.float32)}
 _RESULT_BYTE0 = (VERSION << 4) | MsgType.RESULT
 _VERDICTS = tuple(Verdict)
 _DROP_COUNTER = {v: v.counter for v in Verdict if v.counter is not None}
@@ -119,9 +120,10 @@ class Switch:
 
     :meth:`process` is the fast path (bytes in, verdict and RESULT bytes
     out); :meth:`receive` the same with decoded :class:`Message` RESULTs.
-    fp32 sums (and bf16 sums in the ``fp32`` accumulation mode) of operands
-    below 2**127 in magnitude take NumPy's binary32 addition directly (no
-    NaN, no overflow possible); every other combination goes through
+    fp32 sums (and bf16 sums in the ``fp32`` accumulation mode) whose every
+    operand is below 2**119 in magnitude take NumPy's binary32 addition
+    directly (at most 255 operands: no NaN, no overflow possible); every
+    other combination goes through
     :mod:`netagg.sim.arith`. Both give the same bits.
     """
 
@@ -214,33 +216,41 @@ class Switch:
             o = self._copies.get(key ^ 1)
             if o is not None and o.done:
                 o.bits &= ~(1 << w)                      # w has the previous result
-            values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES).astype(_U32)
             fast = op == Op.SUM and (dtype == DType.FP32
                                      or (dtype == DType.BF16 and self._mode == "fp32"))
-            if fast and dtype == DType.BF16:
-                values = values << 16                    # exact widening
+            if fast:
+                values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES)
+                if dtype == DType.BF16:
+                    values = values.astype(_U32) << 16   # exact widening
+                small = bool((values << 1).max() < _SMALL)
+            else:
+                values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES).astype(_U32)
+                small = False
             if c.n == 0 or c.done:                       # first of a new round
-                if fast and (values << 1).max() < _SAFE:
-                    c.acc, c.nan, c.safe = values, False, True
+                if small:
+                    c.acc, c.nan, c.safe = values.astype(_U32), False, True
                 else:
-                    if fast and dtype == DType.BF16:
-                        values = values >> 16
+                    if fast:
+                        values = np.frombuffer(data, _BE[dtype], count,
+                                               HEADER_BYTES).astype(_U32)
                     c.acc, nan = arith.to_acc(dtype, values, self._mode)
-                    c.nan = bool(nan.any())
-                    c.safe = fast and bool((c.acc << 1).max() < _SAFE)
+                    c.nan, c.safe = bool(nan.any()), False
                 c.meta, c.bits, c.n, c.done = meta, 1 << w, 1, False
                 c.ovf, c.values, c.status = False, None, 0
             else:
-                if fast and c.safe and (values << 1).max() < _SAFE:
-                    acc = (c.acc.view(_F32) + values.view(_F32)).view(_U32)
+                if small and c.safe:
+                    # Every operand so far is below 2**119 in magnitude and a
+                    # round has at most 255 of them: the sum stays below
+                    # 2**127, so binary32 addition cannot overflow or give NaN.
+                    c.acc = (c.acc.view(_F32) + values.view(_BEF[dtype])).view(_U32)
                 else:
-                    if fast and dtype == DType.BF16:
-                        values = values >> 16
-                    acc, nan, ovf = arith.combine(dtype, op, c.acc, values, self._mode)
+                    if fast:
+                        values = np.frombuffer(data, _BE[dtype], count,
+                                               HEADER_BYTES).astype(_U32)
+                    c.acc, nan, ovf = arith.combine(dtype, op, c.acc, values, self._mode)
                     c.nan |= bool(nan.any())
                     c.ovf |= bool(ovf.any())
-                c.acc = acc
-                c.safe = fast and bool((acc << 1).max() < _SAFE)
+                    c.safe = False
                 c.bits |= 1 << w
                 c.n += 1
             if c.n < workers:
