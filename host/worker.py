@@ -162,6 +162,8 @@ class Worker:
         self.timeout, self.retries = float(timeout), int(retries)
         try:
             host, port = switch
+            if not 0 < int(port) < 65536:
+                raise ValueError(f"port {port} is not in 1..65535")
             infos = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_DGRAM)
         except (TypeError, ValueError, OSError) as e:
             raise ValueError(f"switch address {switch!r} cannot be resolved: {e}") from None
