@@ -76,8 +76,8 @@ class CopyState:
 class _Copy:
     """One copy of a slot: contributor bitmap (an int, bit w = worker w), n,
     done, the round's metadata, its accumulators and sticky flags, and, once
-    done, the RESULT values and status (and the RESULT bytes: header with
-    the worker field zeroed, and the payload)."""
+    done, the RESULT status and bytes (header with the worker field zeroed,
+    and the payload)."""
 
     __slots__ = ("bits", "n", "done", "meta", "acc", "nan", "ovf", "values", "status",
                  "safe", "head", "body")
@@ -105,7 +105,10 @@ _U32 = np.uint32
 _F32 = np.float32
 # fp32 bits shifted left by one (dropping the sign) below this: exponent
 # field below 246, |x| < 2**119 (finite, not NaN).
-_SMALL = _U32(246 << 24)
+# The first byte of a big-endian fp32 or bf16 element holds the sign and the
+# exponent's upper 7 bits: (byte & 0x7F) < 123 means exponent < 246.
+_BIG = bytes(int((b & 0x7F) >= 123) for b in range(256))
+_LARGE = 1
 _BEF = {int(DType.FP32): np.dtype(">f4"), int(DType.BF16): np.dtype(np.float32)}
 _RESULT_BYTE0 = (VERSION << 4) | MsgType.RESULT
 _VERDICTS = tuple(Verdict)
@@ -218,21 +221,21 @@ class Switch:
                 o.bits &= ~(1 << w)                      # w has the previous result
             fast = op == Op.SUM and (dtype == DType.FP32
                                      or (dtype == DType.BF16 and self._mode == "fp32"))
-            if fast:
+            # small: every element below 2**119 in magnitude (and so finite),
+            # from the first byte of each big-endian element.
+            small = fast and _LARGE not in data[HEADER_BYTES::_SIZE[dtype]].translate(_BIG)
+            if small:
                 values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES)
                 if dtype == DType.BF16:
-                    values = values.astype(_U32) << 16   # exact widening
-                small = bool((values << 1).max() < _SMALL)
+                    values = (values.astype(_U32) << 16).view(_F32)  # exact widening
+                else:
+                    values = values.view(_BEF[dtype])
             else:
                 values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES).astype(_U32)
-                small = False
             if c.n == 0 or c.done:                       # first of a new round
                 if small:
-                    c.acc, c.nan, c.safe = values.astype(_U32), False, True
+                    c.acc, c.nan, c.safe = values.astype(_F32).view(_U32), False, True
                 else:
-                    if fast:
-                        values = np.frombuffer(data, _BE[dtype], count,
-                                               HEADER_BYTES).astype(_U32)
                     c.acc, nan = arith.to_acc(dtype, values, self._mode)
                     c.nan, c.safe = bool(nan.any()), False
                 c.meta, c.bits, c.n, c.done = meta, 1 << w, 1, False
@@ -242,9 +245,9 @@ class Switch:
                     # Every operand so far is below 2**119 in magnitude and a
                     # round has at most 255 of them: the sum stays below
                     # 2**127, so binary32 addition cannot overflow or give NaN.
-                    c.acc = (c.acc.view(_F32) + values.view(_BEF[dtype])).view(_U32)
+                    c.acc = (c.acc.view(_F32) + values).view(_U32)
                 else:
-                    if fast:
+                    if small:
                         values = np.frombuffer(data, _BE[dtype], count,
                                                HEADER_BYTES).astype(_U32)
                     c.acc, nan, ovf = arith.combine(dtype, op, c.acc, values, self._mode)
@@ -256,15 +259,16 @@ class Switch:
             if c.n < workers:
                 return Verdict.ACCEPT, []
             c.done = True                                # the round is complete
-            out, ovf = arith.from_acc(dtype, c.acc, self._mode)
-            c.ovf |= bool(ovf.any())
-            c.values = np.array(out, dtype=_U32)
-            c.values.setflags(write=False)
+            if dtype == DType.FP32:
+                out = c.acc
+            else:
+                out, ovf = arith.from_acc(dtype, c.acc, self._mode)
+                c.ovf |= bool(ovf.any())
             c.status = (c.n | (STATUS_NAN if c.nan else 0)
                         | (STATUS_OVERFLOW if c.ovf else 0))
             c.head = _HEADER.pack(_RESULT_BYTE0, ver, jid, dt_op, rslot, 0, offset, count,
                                   c.status)
-            c.body = c.values.astype(_BE[dtype]).tobytes()
+            c.body = out.astype(_BE[dtype]).tobytes()
             head, body = c.head, c.body
             results = [head[:6] + d.to_bytes(2, "big") + head[8:] + body
                        for d in range(workers)]
