@@ -35,6 +35,7 @@ import ipaddress
 import json
 import os
 import random
+import select
 import signal
 import socket
 import struct
@@ -260,6 +261,11 @@ class Server:
             except OSError:
                 pass                               # e.g. a full buffer: as lost on the wire
 
+    def set_jobs(self, jobs: JobTable) -> None:
+        """Replace the job table (the control plane's job writes)."""
+        self.jobs = jobs
+        self.backend.set_jobs(jobs)
+
     def stop(self) -> None:
         """Ask :meth:`run` to return after the message in hand."""
         self._stop = True
@@ -277,26 +283,40 @@ class Server:
                 old[sig] = signal.signal(sig, self._signal)
         buf = bytearray(MAX_DATAGRAM + 1)
         view = memoryview(buf)
-        sock = self.sock
-        if self.ctrl is not None or not handle_signals:
+        sock, ctrl = self.sock, self.ctrl
+        if ctrl is not None:
+            sock.setblocking(False)
+            waitlist = [sock, ctrl.sock]
+        elif not handle_signals:
             sock.settimeout(0.05)
         if ready is not None:
             ready(self.ready_line())
+        since_poll = 0
         try:
             while not self._stop:
                 try:
                     self._in_recv = True
-                    if self.ctrl is not None:
-                        self.ctrl.poll()
                     n, addr = sock.recvfrom_into(buf)
                 except _Stop:
                     break
-                except TimeoutError:
+                except (TimeoutError, InterruptedError):
+                    continue
+                except BlockingIOError:           # only with the control plane
+                    try:
+                        ctrl.poll()
+                        select.select(waitlist, (), (), 0.05)
+                    except _Stop:
+                        break
                     continue
                 except OSError:
                     continue                       # e.g. ICMP port unreachable reported back
                 finally:
                     self._in_recv = False
+                if ctrl is not None:
+                    since_poll += 1
+                    if since_poll >= 64:           # not starved by a busy data plane
+                        since_poll = 0
+                        ctrl.poll()
                 if self.loss and self.rng.random() < self.loss:
                     self.faults["lost_in"] += 1
                     continue

@@ -163,6 +163,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="64-bit key of the UDP control plane (without it: no control plane)")
     p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
                    help="UDP port of the control plane (default 42663)")
+
+    p = sub.add_parser("ctl", allow_abbrev=False,
+                       help="the UDP control plane of a board or of netagg serve",
+                       description="Read and write a switch's registers over its UDP control "
+                                   "plane: load a job table, read the counters.")
+    p.add_argument("--switch", required=True, metavar="IP[:PORT]",
+                   help="the switch's control plane (default port 42663)")
+    p.add_argument("--key", required=True, metavar="HEX", help="the 64-bit control-plane key")
+    p.add_argument("--timeout", type=float, default=1.0, metavar="S",
+                   help="seconds to wait for an answer, retries included (default 1)")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("load-jobs", allow_abbrev=False,
+                           help="check JOBS.json against the switch's build, load it, read back")
+    a.add_argument("jobs_file", metavar="JOBS.json")
+    a = actions.add_parser("counters", allow_abbrev=False, help="every core and front-end counter")
+    a.add_argument("--json", action="store_true", help="one JSON object")
+    a = actions.add_parser("read", allow_abbrev=False, help="read one register")
+    a.add_argument("addr", metavar="ADDR", help="16-bit address (decimal or 0x hex)")
+    a = actions.add_parser("write", allow_abbrev=False, help="write one register")
+    a.add_argument("addr", metavar="ADDR", help="16-bit address (decimal or 0x hex)")
+    a.add_argument("value", metavar="VALUE", help="32-bit value (decimal or 0x hex)")
     return parser
 
 
@@ -311,8 +332,13 @@ def cmd_serve(args, params) -> int:
                       ctrl_key=key, ctrl_port=args.ctrl_port)
 
 
+def cmd_ctl(args, params) -> int:
+    from netagg.host.ctl import ctl_main
+    return ctl_main(args)
+
+
 COMMANDS = {"generate": cmd_generate, "sim": cmd_sim, "model": cmd_model, "build": cmd_build,
-            "uart": cmd_uart, "serve": cmd_serve}
+            "uart": cmd_uart, "serve": cmd_serve, "ctl": cmd_ctl}
 
 
 def _one_line(e: BaseException) -> str:
@@ -328,12 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:                 # usage error (2) or --help/--version (0)
         return e.code if isinstance(e.code, int) else 2
     from netagg.pcap import PcapError
-    backend = args.command in ("generate", "sim", "build", "uart", "serve")
+    backend = args.command in ("generate", "sim", "build", "uart", "serve", "ctl")
     user_errors = (ParamError, PcapError, CliError) + ((ValueError,) if backend else ())
-    if args.command == "uart":
+    if args.command in ("uart", "ctl"):
         user_errors += (TimeoutError,)
     try:
-        params = params_from_args(args)
+        params = params_from_args(args) if args.command != "ctl" else None
         return COMMANDS[args.command](args, params)
     except user_errors as e:
         message = _one_line(e)

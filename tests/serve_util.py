@@ -26,7 +26,7 @@ def serving(params: Params, jobs, **kw):
     """A Server on 127.0.0.1 (ephemeral port) in a thread; yields it, stops it
     on exit (its ``final`` attribute then holds the stats)."""
     from netagg.host.serve import Server
-    if not isinstance(jobs, JobTable):
+    if jobs is not None and not isinstance(jobs, JobTable):
         jobs = JobTable(jobs, params)
     server = Server(params, jobs, listen=("127.0.0.1", 0), **kw)
     box = {}
