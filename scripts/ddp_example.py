@@ -172,12 +172,15 @@ def main(argv=None) -> int:
     ap.add_argument("--elements", type=int, default=64, help="K")
     ap.add_argument("--lanes", type=int, default=8, help="L (rtl backend build)")
     ap.add_argument("--slots", type=int, default=32, help="n, the job's slots")
-    ap.add_argument("--timeout", type=float, default=0.02)
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="worker retransmission timeout (default 0.02 s, rtl 0.5 s)")
     ap.add_argument("--retries", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--deadline", type=float, default=600.0, help="seconds before giving up")
     ap.add_argument("--json", metavar="OUT.json", help="write the report here ('-': stdout)")
     args = ap.parse_args(argv)
+    if args.timeout is None:
+        args.timeout = 0.5 if args.backend == "rtl" else 0.02
     report = run(args)
     if args.json:
         text = json.dumps(report, indent=1)
