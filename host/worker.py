@@ -26,6 +26,7 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -57,11 +58,12 @@ class JobConfigError(RuntimeError):
     the switch's job table and the workers disagree."""
 
 
-class Stats:
+class Stats(Mapping):
     """Counters of a Worker (or of one call): ``chunks`` (CONTRIBs sent,
     first sends), ``resends``, ``results`` (matched RESULTs), ``ignored``
     (any other datagram), ``nan`` and ``overflow`` (chunks whose RESULT status
-    had that bit). Attributes, ``stats["name"]`` and :meth:`to_dict`."""
+    had that bit). Attributes, or a read-only mapping (``stats["name"]``,
+    ``dict(stats)``, :meth:`to_dict`)."""
 
     __slots__ = STATS
 
@@ -74,15 +76,18 @@ class Stats:
             raise KeyError(name)
         return getattr(self, name)
 
+    def __iter__(self):
+        return iter(STATS)
+
+    def __len__(self) -> int:
+        return len(STATS)
+
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in STATS}
 
     def add(self, other: Stats) -> None:
         for name in STATS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    def __eq__(self, other):
-        return isinstance(other, Stats) and self.to_dict() == other.to_dict()
 
     def __repr__(self):
         return "Stats(" + ", ".join(f"{k}={v}" for k, v in self.to_dict().items()) + ")"
@@ -126,7 +131,7 @@ class Worker:
 
     Parameters
     ----------
-    switch : (str, int)
+    switch : (str, int) or "host:port"
         The switch's UDP address (a board, or ``netagg serve``).
     job : int
         Job id, 0..255.
@@ -161,7 +166,10 @@ class Worker:
         self.slots, self.elements = int(slots), int(elements)
         self.timeout, self.retries = float(timeout), int(retries)
         try:
-            host, port = switch
+            if isinstance(switch, str):            # "host:port"
+                host, _, port = switch.rpartition(":")
+            else:
+                host, port = switch
             if not 0 < int(port) < 65536:
                 raise ValueError(f"port {port} is not in 1..65535")
             infos = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_DGRAM)
