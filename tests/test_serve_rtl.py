@@ -5,6 +5,7 @@ counters the core's."""
 
 from __future__ import annotations
 
+import socket
 from collections import defaultdict
 
 import numpy as np
@@ -15,6 +16,7 @@ from netagg import pcap
 from netagg.host import Worker
 from netagg.params import Params
 from netagg.sim.frame_model import run_model_seq
+from netagg.sim.message_model import make_contrib
 
 pytest.importorskip("cocotb_test")
 
@@ -39,6 +41,10 @@ def test_rtl_backend_matches_model(tmp_path):
     rec = tmp_path / "rec"
     with serving(P, jobs, backend="rtl", simulator="verilator", record=str(rec),
                  loss=0.1, dup=0.1, seed=seed(61)) as srv:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for n in (0, 1, 15, 16, 17, 1472, 65507):     # junk of several sizes, edges
+                s.sendto(rng.bytes(n), srv.address)
+            s.sendto(make_contrib(0, 0, 0, 0, [1] * 8, count=9), srv.address)
         def rank(r):
             with Worker(srv.address, job=0, rank=r, workers=2, slots=8, elements=8,
                         timeout=0.2, retries=40) as w:
@@ -51,3 +57,4 @@ def test_rtl_backend_matches_model(tmp_path):
     frames, stats = run_model_seq(P, jobs, pcap.read(rec / "in.pcap"))
     assert per_key(f for _, f in frames) == per_key(pcap.read_frames(rec / "out.pcap"))
     assert {k: srv.final[k] for k in stats} == stats
+    assert stats["drop_bad_length"] + stats["drop_bad_header"] >= 6
