@@ -207,6 +207,10 @@ class Worker:
     def allreduce(self, x, op: str = "sum", dtype: str | None = None) -> np.ndarray:
         """All-reduce ``x`` over the job's ranks: a new array of ``x``'s dtype
         and shape holding the switch's RESULT values."""
+        if isinstance(op, Op):
+            op = op.wire
+        if isinstance(dtype, DType):
+            dtype = {DType.FP32: "fp32", DType.INT32: "int32", DType.BF16: "bf16"}[dtype]
         if op not in ("sum", "min", "max"):
             raise ValueError(f"op must be sum, min or max, not {op!r}")
         x = np.asarray(x)
