@@ -71,7 +71,14 @@ def raise_any(results: list) -> None:
 class ReorderProxy:
     """A UDP relay between one worker and a switch that reorders: datagrams
     of each direction are held in a pool of up to ``depth`` and released in
-    a random order (a timeout flushes the pool)."""
+    a random order (a timeout flushes the pool), except that datagrams of
+    one slot (header bytes 4-5) keep their order.
+
+    Not reordered within a slot because the protocol cannot survive that: a
+    rank's resend of chunk c overtaken by its chunk c+n (same slot, other
+    ver) arrives when the rank's bit in copy ver(c) is already cleared, and
+    opens a new round there with chunk c's offset, which the other ranks'
+    chunk c+2n then mismatch."""
 
     def __init__(self, switch: tuple[str, int], depth: int = 4, rng_seed: int = 0):
         self.switch = switch
@@ -99,7 +106,12 @@ class ReorderProxy:
                 pools[s].append(data)
             for s, pool in pools.items():
                 while pool and (len(pool) >= self.depth or not ready):
-                    data = pool.pop(self.rng.randrange(len(pool)))
+                    heads, seen = [], set()
+                    for i, d in enumerate(pool):       # the oldest of each slot
+                        if d[4:6] not in seen:
+                            seen.add(d[4:6])
+                            heads.append(i)
+                    data = pool.pop(heads[self.rng.randrange(len(heads))])
                     if s is self.front:
                         self.back.sendto(data, self.switch)
                     elif self.client is not None:
