@@ -136,6 +136,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=1, help="messages in flight (default 1)")
     p.add_argument("--timeout", type=float, default=5.0,
                    help="seconds to wait for each reply (default 5)")
+
+    p = sub.add_parser("serve", parents=[params], allow_abbrev=False,
+                       help="a netagg switch on a UDP socket (golden model or RTL)",
+                       description="Serve netagg messages on a UDP socket: each datagram is "
+                                   "one message, RESULTs go to each worker's most recent "
+                                   "accepted address. Stops on SIGINT/SIGTERM and writes "
+                                   "STATS.json.")
+    p.add_argument("--jobs-config", metavar="JOBS.json",
+                   help="job table (required unless --ctrl-key loads it at run time)")
+    p.add_argument("--listen", metavar="ADDR:PORT",
+                   help="UDP address to bind (default 127.0.0.1:PORT, PORT from --port)")
+    p.add_argument("--backend", choices=("model", "rtl"), default="model",
+                   help="golden model (default) or the generated core in a simulator")
+    p.add_argument("--simulator", choices=SIMULATORS, default="verilator",
+                   help="simulator of --backend rtl (default verilator)")
+    p.add_argument("--record", metavar="DIR", help="write DIR/in.pcap and DIR/out.pcap")
+    p.add_argument("--stats", dest="stats_path", metavar="STATS.json",
+                   help="counters written on stop (default DIR/STATS.json with --record)")
+    p.add_argument("--loss", type=float, default=0.0, metavar="P",
+                   help="drop each received datagram and each RESULT with probability P")
+    p.add_argument("--dup", type=float, default=0.0, metavar="P",
+                   help="hand each received datagram to the backend twice with probability P")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fault injection (default 0)")
+    p.add_argument("--ctrl-key", metavar="HEX",
+                   help="64-bit key of the UDP control plane (without it: no control plane)")
+    p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
+                   help="UDP port of the control plane (default 42663)")
+
+    p = sub.add_parser("ctl", allow_abbrev=False,
+                       help="the UDP control plane of a board or of netagg serve",
+                       description="Read and write a switch's registers over its UDP control "
+                                   "plane: load a job table, read the counters.")
+    p.add_argument("--switch", required=True, metavar="IP[:PORT]",
+                   help="the switch's control plane (default port 42663)")
+    p.add_argument("--key", required=True, metavar="HEX", help="the 64-bit control-plane key")
+    p.add_argument("--timeout", type=float, default=1.0, metavar="S",
+                   help="seconds to wait for an answer, retries included (default 1)")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("load-jobs", allow_abbrev=False,
+                           help="check JOBS.json against the switch's build, load it, read back")
+    a.add_argument("jobs_file", metavar="JOBS.json")
+    a = actions.add_parser("counters", allow_abbrev=False, help="every core and front-end counter")
+    a.add_argument("--json", action="store_true", help="one JSON object")
+    a = actions.add_parser("read", allow_abbrev=False, help="read one register")
+    a.add_argument("addr", metavar="ADDR", help="16-bit address (decimal or 0x hex)")
+    a = actions.add_parser("write", allow_abbrev=False, help="write one register")
+    a.add_argument("addr", metavar="ADDR", help="16-bit address (decimal or 0x hex)")
+    a.add_argument("value", metavar="VALUE", help="32-bit value (decimal or 0x hex)")
     return parser
 
 
@@ -265,8 +313,32 @@ def cmd_uart(args, params) -> int:
     return 0
 
 
+def cmd_serve(args, params) -> int:
+    from netagg.host.serve import parse_listen, serve_main
+    jobs = _load_jobs(args, params) if args.jobs_config else None
+    listen = parse_listen(args.listen or "127.0.0.1", params.port)
+    key = None
+    if args.ctrl_key is not None:
+        from netagg.ctrlproto import parse_key
+        key = parse_key(args.ctrl_key)
+    elif args.ctrl_port is not None:
+        raise CliError("--ctrl-port needs --ctrl-key")
+    stats = args.stats_path
+    if stats is None and args.record:
+        stats = os.path.join(args.record, "STATS.json")
+    return serve_main(params, jobs, listen=listen, backend=args.backend,
+                      simulator=args.simulator, record=args.record, stats_path=stats,
+                      loss=args.loss, dup=args.dup, seed=args.seed, fp_stages=args.fp_stages,
+                      ctrl_key=key, ctrl_port=args.ctrl_port)
+
+
+def cmd_ctl(args, params) -> int:
+    from netagg.host.ctl import ctl_main
+    return ctl_main(args)
+
+
 COMMANDS = {"generate": cmd_generate, "sim": cmd_sim, "model": cmd_model, "build": cmd_build,
-            "uart": cmd_uart}
+            "uart": cmd_uart, "serve": cmd_serve, "ctl": cmd_ctl}
 
 
 def _one_line(e: BaseException) -> str:
@@ -282,12 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:                 # usage error (2) or --help/--version (0)
         return e.code if isinstance(e.code, int) else 2
     from netagg.pcap import PcapError
-    backend = args.command in ("generate", "sim", "build", "uart")
+    backend = args.command in ("generate", "sim", "build", "uart", "serve", "ctl")
     user_errors = (ParamError, PcapError, CliError) + ((ValueError,) if backend else ())
-    if args.command == "uart":
+    if args.command in ("uart", "ctl"):
         user_errors += (TimeoutError,)
     try:
-        params = params_from_args(args)
+        params = params_from_args(args) if args.command != "ctl" else None
         return COMMANDS[args.command](args, params)
     except user_errors as e:
         message = _one_line(e)

@@ -30,6 +30,8 @@ from netagg.pcap import Record
 from netagg.sim.message_model import Switch
 from netagg.wire import Verdict
 
+HEADERS = framing.ETH_HEADER + framing.IPV4_HEADER + framing.UDP_HEADER
+
 
 class Ingress(NamedTuple):
     """One netagg message of the input: ``seq`` is the index of its frame
@@ -67,20 +69,32 @@ class Router:
     def __init__(self, params: Params):
         self.src = switch_endpoint(params)
         self.book = AddressBook()
+        self._heads: dict[tuple[Endpoint, int], bytes] = {}
 
     def note(self, message: Ingress, verdict: Verdict) -> None:
         """Record a message's verdict: an accepted CONTRIB (ACCEPT or
         RETRANSMIT) updates its worker's endpoint."""
-        if Verdict(verdict).accepted:
+        if verdict <= Verdict.RETRANSMIT:              # accepted
             p = message.payload
             job, worker = p[2], int.from_bytes(p[6:8], "big")
             self.book.note(message.seq, job, worker, message.endpoint)
 
-    def frame(self, result: Message, seq: int) -> bytes:
-        """The frame of a RESULT caused by message ``seq``."""
-        h = result.header
-        dst = self.book.lookup(seq, h.job, h.worker)
-        return framing.build_result_frame(result.pack(), self.src, dst)
+    def frame(self, result: Message | bytes, seq: int) -> bytes:
+        """The frame of a RESULT (a Message or its bytes) caused by message
+        ``seq``."""
+        if isinstance(result, Message):
+            result = result.pack()
+        dst = self.book.lookup(seq, result[2], int.from_bytes(result[6:8], "big"))
+        # The Ethernet / IPv4 / UDP headers depend on the destination and the
+        # length only: built once per pair.
+        key = (dst, len(result))
+        head = self._heads.get(key)
+        if head is None:
+            if len(self._heads) > 4096:
+                self._heads.clear()
+            head = self._heads[key] = framing.build_result_frame(
+                bytes(len(result)), self.src, dst)[:HEADERS]
+        return (head + result).ljust(framing.MIN_FRAME, b"\0")
 
 
 def run_model_seq(params: Params, jobs: JobTable, frames: Iterable[bytes | Record]
@@ -92,9 +106,9 @@ def run_model_seq(params: Params, jobs: JobTable, frames: Iterable[bytes | Recor
     router = Router(params)
     out = []
     for m in messages:
-        outcome = switch.receive(m.payload)
-        router.note(m, outcome.verdict)
-        out.extend((m.seq, router.frame(r, m.seq)) for r in outcome.results)
+        verdict, results = switch.process(m.payload)
+        router.note(m, verdict)
+        out.extend((m.seq, router.frame(r, m.seq)) for r in results)
     stats = dict(switch.counters)
     stats["ignored"] = ignored
     return out, stats

@@ -16,6 +16,7 @@ sender of a retransmission). ``rx`` counts every message, ``tx`` every RESULT,
 from __future__ import annotations
 
 import dataclasses
+import struct
 from collections.abc import Iterable
 
 import numpy as np
@@ -75,9 +76,11 @@ class CopyState:
 class _Copy:
     """One copy of a slot: contributor bitmap (an int, bit w = worker w), n,
     done, the round's metadata, its accumulators and sticky flags, and, once
-    done, the RESULT values and status."""
+    done, the RESULT status and bytes (header with the worker field zeroed,
+    and the payload)."""
 
-    __slots__ = ("bits", "n", "done", "meta", "acc", "nan", "ovf", "values", "status")
+    __slots__ = ("bits", "n", "done", "meta", "acc", "nan", "ovf", "values", "status",
+                 "safe", "head", "body")
 
     def __init__(self):
         self.bits = 0
@@ -89,6 +92,27 @@ class _Copy:
         self.ovf = False
         self.values = None
         self.status = 0
+        self.safe = False
+        self.head = b""
+        self.body = b""
+
+
+_HEADER = struct.Struct(">BBBBHHIHH")      # the 16 header bytes, field by field
+_BE = {int(DType.INT32): np.dtype(">u4"), int(DType.FP32): np.dtype(">u4"),
+       int(DType.BF16): np.dtype(">u2")}
+_SIZE = {int(d): d.size for d in DType}
+_U32 = np.uint32
+_F32 = np.float32
+# fp32 bits shifted left by one (dropping the sign) below this: exponent
+# field below 246, |x| < 2**119 (finite, not NaN).
+# The first byte of a big-endian fp32 or bf16 element holds the sign and the
+# exponent's upper 7 bits: (byte & 0x7F) < 123 means exponent < 246.
+_BIG = bytes(int((b & 0x7F) >= 123) for b in range(256))
+_LARGE = 1
+_BEF = {int(DType.FP32): np.dtype(">f4"), int(DType.BF16): np.dtype(np.float32)}
+_RESULT_BYTE0 = (VERSION << 4) | MsgType.RESULT
+_VERDICTS = tuple(Verdict)
+_DROP_COUNTER = {v: v.counter for v in Verdict if v.counter is not None}
 
 
 class Switch:
@@ -96,21 +120,35 @@ class Switch:
     a JobTable or a list of Job, validated against ``params``).
 
     ``counters`` is a dict with every name of :data:`protocol.COUNTERS`.
+
+    :meth:`process` is the fast path (bytes in, verdict and RESULT bytes
+    out); :meth:`receive` the same with decoded :class:`Message` RESULTs.
+    fp32 sums (and bf16 sums in the ``fp32`` accumulation mode) whose every
+    operand is below 2**119 in magnitude take NumPy's binary32 addition
+    directly (at most 255 operands: no NaN, no overflow possible); every
+    other combination goes through
+    :mod:`netagg.sim.arith`. Both give the same bits.
     """
 
     def __init__(self, params: Params, jobs: JobTable | Iterable[Job]):
-        if not isinstance(jobs, JobTable):
-            jobs = JobTable(jobs, params)
-        elif jobs.params != params:
-            # A table validated against other parameters may not fit this core.
-            jobs = JobTable(list(jobs), params)
         self.params = params
-        self.jobs = jobs
         self._dtypes = frozenset(int(DType.from_name(n)) for n in params.dtypes)
         self._ops = frozenset(int(Op.from_name(n)) for n in params.ops)
         self._mode = params.bf16_accumulate
-        self._copies: dict[tuple[int, int], _Copy] = {}
+        self._copies: dict[int, _Copy] = {}          # key: 2 * absolute slot + ver
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self.set_jobs(jobs)
+
+    def set_jobs(self, jobs: JobTable | Iterable[Job]) -> None:
+        """Replace the job table (the control plane's job writes). Slot
+        state is kept, as the hardware keeps its slot RAM."""
+        if not isinstance(jobs, JobTable):
+            jobs = JobTable(jobs, self.params)
+        elif jobs.params != self.params:
+            # A table validated against other parameters may not fit this core.
+            jobs = JobTable(list(jobs), self.params)
+        self.jobs = jobs
+        self._job = {j.id: (j.slot_base, j.slots, j.workers) for j in jobs if j.enabled}
 
     # -- validation ------------------------------------------------------
 
@@ -141,73 +179,114 @@ class Switch:
         """Process one netagg message (UDP payload bytes, or a Message)."""
         if isinstance(data, Message):
             data = data.pack()
-        data = bytes(data)
-        self.counters["rx"] += 1
-        verdict, h = self.validate(data)
-        if verdict is not None:
-            return self._drop(verdict)
+        verdict, results = self.process(bytes(data))
+        return Outcome(_VERDICTS[verdict], [_message(r) for r in results])
 
-        job = self.jobs.get(h.job)
-        slot = job.slot_base + h.slot
-        w = h.worker
-        c = self._copy(slot, h.ver)
-        meta = (h.dtype, h.op, h.count, h.offset)
+    def process(self, data: bytes) -> tuple[int, list[bytes]]:
+        """Process one netagg message (UDP payload bytes): its verdict (a
+        :class:`Verdict` value) and the RESULT messages' bytes, in send order."""
+        counters = self.counters
+        counters["rx"] += 1
+        if len(data) < HEADER_BYTES:
+            return self._drop(Verdict.BAD_LENGTH)
+        b0, b1, jid, dt_op, rslot, w, offset, count, status = _HEADER.unpack_from(data)
+        dtype, op = dt_op >> 4, dt_op & 15
+        if (b0 != (VERSION << 4) | MsgType.CONTRIB or b1 > 1 or status
+                or dtype not in self._dtypes or op not in self._ops):
+            return self._drop(Verdict.BAD_HEADER)
+        if (count == 0 or count > self.params.elements
+                or len(data) - HEADER_BYTES != count * _SIZE[dtype]):
+            return self._drop(Verdict.BAD_LENGTH)
+        job = self._job.get(jid)
+        if job is None:
+            return self._drop(Verdict.BAD_JOB)
+        base, nslots, workers = job
+        if rslot >= nslots:
+            return self._drop(Verdict.BAD_SLOT)
+        if w >= workers:
+            return self._drop(Verdict.BAD_WORKER)
+
+        ver = b1
+        key = 2 * (base + rslot) + ver
+        c = self._copies.get(key)
+        if c is None:
+            c = self._copies[key] = _Copy()
+        meta = (dtype, op, count, offset)
 
         if not (c.bits >> w) & 1:                        # a new contribution
             if c.n > 0 and not c.done and meta != c.meta:
                 return self._drop(Verdict.MISMATCH)
-            o = self._copies.get((slot, 1 - h.ver))
+            o = self._copies.get(key ^ 1)
             if o is not None and o.done:
                 o.bits &= ~(1 << w)                      # w has the previous result
-            values = decode_values(h.dtype, data[HEADER_BYTES:])
-            if c.n == 0 or c.done:                       # first of a new round
-                c.acc, nan = arith.to_acc(h.dtype, values, self._mode)
-                c.meta, c.bits, c.n, c.done = meta, 1 << w, 1, False
-                c.nan, c.ovf = bool(nan.any()), False
-                c.values, c.status = None, 0
+            fast = op == Op.SUM and (dtype == DType.FP32
+                                     or (dtype == DType.BF16 and self._mode == "fp32"))
+            # small: every element below 2**119 in magnitude (and so finite),
+            # from the first byte of each big-endian element.
+            small = fast and _LARGE not in data[HEADER_BYTES::_SIZE[dtype]].translate(_BIG)
+            if small:
+                values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES)
+                if dtype == DType.BF16:
+                    values = (values.astype(_U32) << 16).view(_F32)  # exact widening
+                else:
+                    values = values.view(_BEF[dtype])
             else:
-                c.acc, nan, ovf = arith.combine(h.dtype, h.op, c.acc, values, self._mode)
+                values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES).astype(_U32)
+            if c.n == 0 or c.done:                       # first of a new round
+                if small:
+                    c.acc, c.nan, c.safe = values.astype(_F32).view(_U32), False, True
+                else:
+                    c.acc, nan = arith.to_acc(dtype, values, self._mode)
+                    c.nan, c.safe = bool(nan.any()), False
+                c.meta, c.bits, c.n, c.done = meta, 1 << w, 1, False
+                c.ovf, c.values, c.status = False, None, 0
+            else:
+                if small and c.safe:
+                    # Every operand so far is below 2**119 in magnitude and a
+                    # round has at most 255 of them: the sum stays below
+                    # 2**127, so binary32 addition cannot overflow or give NaN.
+                    c.acc = (c.acc.view(_F32) + values).view(_U32)
+                else:
+                    if small:
+                        values = np.frombuffer(data, _BE[dtype], count,
+                                               HEADER_BYTES).astype(_U32)
+                    c.acc, nan, ovf = arith.combine(dtype, op, c.acc, values, self._mode)
+                    c.nan |= bool(nan.any())
+                    c.ovf |= bool(ovf.any())
+                    c.safe = False
                 c.bits |= 1 << w
                 c.n += 1
-                c.nan |= bool(nan.any())
+            if c.n < workers:
+                return Verdict.ACCEPT, []
+            c.done = True                                # the round is complete
+            if dtype == DType.FP32:
+                out = c.acc
+            else:
+                out, ovf = arith.from_acc(dtype, c.acc, self._mode)
                 c.ovf |= bool(ovf.any())
-            results = []
-            if c.n == job.workers:                       # the round is complete
-                c.done = True
-                out, ovf = arith.from_acc(h.dtype, c.acc, self._mode)
-                c.ovf |= bool(ovf.any())
-                c.values = np.array(out, dtype=np.uint32)
-                c.values.setflags(write=False)
-                c.status = (c.n | (STATUS_NAN if c.nan else 0)
-                            | (STATUS_OVERFLOW if c.ovf else 0))
-                results = [self._result(c, h, dest) for dest in range(job.workers)]
-                self.counters["results"] += 1
-                self.counters["tx"] += len(results)
-            return Outcome(Verdict.ACCEPT, results)
+            c.status = (c.n | (STATUS_NAN if c.nan else 0)
+                        | (STATUS_OVERFLOW if c.ovf else 0))
+            c.head = _HEADER.pack(_RESULT_BYTE0, ver, jid, dt_op, rslot, 0, offset, count,
+                                  c.status)
+            c.body = out.astype(_BE[dtype]).tobytes()
+            head, body = c.head, c.body
+            results = [head[:6] + d.to_bytes(2, "big") + head[8:] + body
+                       for d in range(workers)]
+            counters["results"] += 1
+            counters["tx"] += workers
+            return Verdict.ACCEPT, results
 
         if c.done:                                       # a retransmission
-            self.counters["retransmit"] += 1
-            self.counters["tx"] += 1
-            return Outcome(Verdict.RETRANSMIT, [self._result(c, h, w)])
+            counters["retransmit"] += 1
+            counters["tx"] += 1
+            # The stored RESULT, with the retransmission's (relative) slot
+            # and ver, which are the copy's own.
+            return Verdict.RETRANSMIT, [c.head[:6] + w.to_bytes(2, "big") + c.head[8:] + c.body]
         return self._drop(Verdict.DUPLICATE)
 
-    def _drop(self, verdict: Verdict) -> Outcome:
-        self.counters[verdict.counter] += 1
-        return Outcome(verdict, [])
-
-    def _copy(self, slot: int, ver: int) -> _Copy:
-        c = self._copies.get((slot, ver))
-        if c is None:
-            c = self._copies[(slot, ver)] = _Copy()
-        return c
-
-    @staticmethod
-    def _result(c: _Copy, h: Header, dest: int) -> Message:
-        dtype, op, count, offset = c.meta
-        header = Header(version=VERSION, type=MsgType.RESULT, reserved=0, ver=h.ver,
-                        job=h.job, dtype=dtype, op=op, slot=h.slot, worker=dest,
-                        offset=offset, count=count, status=c.status)
-        return Message(header, c.values)
+    def _drop(self, verdict: Verdict) -> tuple[int, list[bytes]]:
+        self.counters[_DROP_COUNTER[verdict]] += 1
+        return verdict, []
 
     # -- introspection ---------------------------------------------------
 
@@ -216,6 +295,14 @@ class Switch:
         j = self.jobs[job]
         if not 0 <= slot < j.slots or ver not in (0, 1):
             raise ValueError(f"no copy ({slot}, {ver}) in job {job}")
-        c = self._copies.get((j.slot_base + slot, ver)) or _Copy()
+        c = self._copies.get(2 * (j.slot_base + slot) + ver) or _Copy()
         bits = frozenset(w for w in range(self.params.workers) if (c.bits >> w) & 1)
         return CopyState(bits, c.n, c.done, c.meta)
+
+
+def _message(data: bytes) -> Message:
+    """A RESULT's bytes as a Message (header and raw element bits)."""
+    h = Header.unpack(data)
+    values = decode_values(h.dtype, data[HEADER_BYTES:])
+    values.setflags(write=False)
+    return Message(h, values)
