@@ -1,5 +1,5 @@
 """boards/bridge.py: the bridge's frame protocol around a real core, against
-the golden model (sim/switch.py) through the host codec (sim/host_uart.py).
+the golden model (netagg.sim.reference) through the host codec (netagg.uartlink).
 
 amaranth.sim drives CoreBridge's byte streams (fast); a cocotb test drives
 the UART pins of the generated Verilog of UARTBridge (the board top's logic)
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from amaranth.sim import Simulator
-from core_tb import expected, per_key
 
 from netagg import regmap
 from netagg import uartlink as hu
@@ -23,6 +22,7 @@ from netagg.boards.bridge import CoreBridge, SlipDecoder, SlipEncoder
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
 from netagg.sim.message_model import make_contrib
+from netagg.sim.reference import expected, per_key
 from netagg.sim.traffic import random_traffic
 from netagg.wire import COUNTERS, DType, Op
 
@@ -87,8 +87,8 @@ def split(replies):
 
 
 def n_expected_replies(params, jobs, messages, n_ctrl):
-    ev, er, _ = expected(params, jobs, messages)
-    return ev, er, len(ev) + len(er) + n_ctrl + 1
+    exp = expected(params, jobs, messages)
+    return exp.verdicts, exp.results, len(exp.verdicts) + len(exp.results) + n_ctrl + 1
 
 
 def test_slip_codec_roundtrip():
@@ -172,7 +172,8 @@ def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
     counter_reads = [regmap.COUNTER_BASE + i for i in range(len(COUNTERS))] + [regmap.BRIDGE_BASE]
     extra = hu.slip_encode(bytes([0x55, 1, 2]))                                    # bad frame
     after = b"".join(hu.slip_encode(hu.ctrl_frame(a)) for a in counter_reads)
-    ev, er, ec = expected(PARAMS, JOBS, msgs)
+    exp = expected(PARAMS, JOBS, msgs)
+    ev, er, ec = exp.verdicts, exp.results, exp.counters
     n = len(ev) + len(er) + len(counter_reads) + 1
     replies = run_bridge(PARAMS, host_stream(msgs, extra=extra, after=after), jobs=JOBS,
                          n_replies=n, seed=4)

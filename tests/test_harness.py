@@ -20,12 +20,11 @@ from netagg import cli, frames, pcap
 from netagg.frames import Endpoint
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
+from netagg.sim import harness
 from netagg.sim.message_model import make_contrib
 from netagg.sim.specials import FP32_SPECIALS
+from netagg.sim.traffic import Traffic, regression_jobs
 from netagg.wire import COUNTERS, HEADER_BYTES, DType, Header, Op
-
-harness = pytest.importorskip("netagg.sim.harness")
-tb = pytest.importorskip("netagg.sim.cocotb.tb")
 
 BUILD = Path(__file__).resolve().parent.parent / "build" / "cocotb"
 # The small configuration of tests/test_cocotb_core.py (same build).
@@ -106,8 +105,8 @@ def generated(params: Params, seed: int, jobs: JobTable | None = None
     """Random traffic of the regression's generators, framed from per-worker
     addresses (some workers move), with ignored frames sprinkled in."""
     rng = random.Random(seed)
-    jobs = jobs or tb.regression_jobs(params)
-    tm = tb.Traffic(params, jobs, rng)
+    jobs = jobs or regression_jobs(params)
+    tm = Traffic(params, jobs, rng)
     msgs = tm.random_mix(waves=2, per_wave=3) + tm.lossy(rounds=6)
     msgs = tm.merge([msgs, [m for _, m in tm.malformed()[::3]]])
     sw = Endpoint(params.switch_mac_bytes, params.switch_ip_bytes, params.port)
