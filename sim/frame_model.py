@@ -80,7 +80,7 @@ class Router:
         """The frame of a RESULT caused by message ``seq``."""
         h = result.header
         dst = self.book.lookup(seq, h.job, h.worker)
-        return framing.build_result_frame(result.pack(), self.src, dst)
+        return framing.build_frame(result.pack(), self.src, dst)
 
 
 def run_model_seq(params: Params, jobs: JobTable, frames: Iterable[bytes | Record]
