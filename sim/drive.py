@@ -1,5 +1,6 @@
 """The amaranth.sim driver of :class:`netagg.hdl.core.NetaggCore`, for the
-tests, the benches and the self-test's checks alike.
+tests and the benches alike, and the amaranth.sim helpers every bench of a
+component uses (:func:`simulate`, :func:`send`).
 
 Contract of :func:`run_core`: the core is built for ``params``; its job table
 is written through the control port (:func:`netagg.regmap.job_writes`), then,
@@ -36,6 +37,35 @@ from netagg.sim.beats import (
     unpack_verdict,
 )
 from netagg.sim.reference import TAG_MOD
+
+
+def simulate(dut, *testbenches, background=(), clock: float | None = 1e-8) -> None:
+    """Run amaranth.sim on ``dut`` until every testbench of ``testbenches``
+    has returned; ``background`` ones run alongside and are abandoned then.
+    ``clock``: the period of the ``sync`` domain's clock in seconds (None:
+    no clock, a combinational design)."""
+    sim = Simulator(dut)
+    if clock is not None:
+        sim.add_clock(clock)
+    for tb in testbenches:
+        sim.add_testbench(tb)
+    for tb in background:
+        sim.add_testbench(tb, background=True)
+    sim.run()
+
+
+async def send(ctx, stream, payloads, *, idle=None) -> None:
+    """Present every payload on ``stream`` (``valid``, ``ready``,
+    ``payload``) in order, each held until accepted; ``idle()``, if given,
+    is the number of idle cycles before each payload. ``valid`` is low
+    when it returns."""
+    for payload in payloads:
+        for _ in range(idle() if idle else 0):
+            await ctx.tick()
+        ctx.set(stream.payload, payload)
+        ctx.set(stream.valid, 1)
+        await ctx.tick().until(stream.ready)
+        ctx.set(stream.valid, 0)
 
 
 @dataclasses.dataclass
@@ -123,9 +153,5 @@ def run_core(params: Params, jobs: JobTable, messages, *, seed: int = 0, gap: fl
                 run.verdicts.append(unpack_verdict(v_data))
             cycle += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(driver)
-    sim.add_testbench(monitor, background=True)
-    sim.run()
+    simulate(dut, driver, background=[monitor])
     return run

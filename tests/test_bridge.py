@@ -14,13 +14,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from amaranth.sim import Simulator
 
 from netagg import regmap
 from netagg import uartlink as hu
 from netagg.boards.bridge import CoreBridge, SlipDecoder, SlipEncoder
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
+from netagg.sim.drive import send, simulate
 from netagg.sim.message_model import make_contrib
 from netagg.sim.reference import expected, per_key
 from netagg.sim.traffic import random_traffic
@@ -38,14 +38,14 @@ def run_bridge(params, host_bytes, *, jobs=None, n_replies, seed=0, gap=0.3, sta
     rng = random.Random(seed)
     frames = []
 
+    def idle():
+        n = 0
+        while rng.random() < gap:
+            n += 1
+        return n
+
     async def feed(ctx):
-        for b in host_bytes:
-            while rng.random() < gap:
-                await ctx.tick()
-            ctx.set(dut.rx.payload, b)
-            ctx.set(dut.rx.valid, 1)
-            await ctx.tick().until(dut.rx.ready)
-            ctx.set(dut.rx.valid, 0)
+        await send(ctx, dut.rx, host_bytes, idle=idle)
 
     async def drain(ctx):
         dec = hu.SlipDecoder()
@@ -59,11 +59,7 @@ def run_bridge(params, host_bytes, *, jobs=None, n_replies, seed=0, gap=0.3, sta
                     return
         raise AssertionError(f"only {len(frames)} of {n_replies} replies")
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(feed, background=True)
-    sim.add_testbench(drain)
-    sim.run()
+    simulate(dut, drain, background=[feed])
     return [hu.parse_reply(f) for f in frames]
 
 
@@ -116,14 +112,9 @@ def test_slip_hardware_roundtrip():
                  enc.o.ready.eq(dec.i.ready)]
     got, cur = [], bytearray()
 
-    async def send(ctx):
-        for f in frames:
-            for i, b in enumerate(f):
-                ctx.set(enc.i.payload.data, b)
-                ctx.set(enc.i.payload.last, i == len(f) - 1)
-                ctx.set(enc.i.valid, 1)
-                await ctx.tick().until(enc.i.ready)
-            ctx.set(enc.i.valid, 0)
+    async def feed(ctx):
+        await send(ctx, enc.i, [{"data": b, "last": i == len(f) - 1}
+                                for f in frames for i, b in enumerate(f)])
 
     async def recv(ctx):
         ctx.set(dec.o.ready, 1)
@@ -137,11 +128,7 @@ def test_slip_hardware_roundtrip():
                 else:
                     cur.append(b)
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(send, background=True)
-    sim.add_testbench(recv)
-    sim.run()
+    simulate(m, recv, background=[feed])
     assert got == frames
 
 

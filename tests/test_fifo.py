@@ -11,10 +11,10 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
-from amaranth.sim import Simulator
 
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.ram import registered_read
+from netagg.sim.drive import simulate
 
 
 @pytest.mark.parametrize("depth", [2, 3, 5, 8, 16])
@@ -46,10 +46,7 @@ def test_same_cycles_as_syncfifobuffered(depth):
                     seen.append(ctx.get(ref.r_data))
             await ctx.tick()
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(m, tb)
     assert len(seen) > 100                      # entries did flow
 
 

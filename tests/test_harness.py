@@ -115,9 +115,9 @@ def generated(params: Params, seed: int, jobs: JobTable | None = None
     for m in msgs:
         if rng.random() < 0.1:
             out.append(rng.choice(ignored))
-        if len(m) >= 8:
-            job, worker = m[2], int.from_bytes(m[6:8], "big")
-            src = _endpoint(16 * job + worker % 16 + 256 * rng.choice((0, 0, 0, 1)))
+        if len(m) >= HEADER_BYTES:
+            h = Header.unpack(m)
+            src = _endpoint(16 * h.job + h.worker % 16 + 256 * rng.choice((0, 0, 0, 1)))
         else:
             src = _endpoint(999)
         out.append(frames.build_frame(m, src, sw))

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """boards/selftest.py in amaranth.sim: the self-test passes on the real
 core (twice in a row, with a core reset between) and fails when its
 expected data is corrupted."""
@@ -5,10 +6,10 @@ expected data is corrupted."""
 from __future__ import annotations
 
 import pytest
-from amaranth.sim import Simulator
 
 from netagg.boards import selftest as st
 from netagg.params import Params
+from netagg.sim.drive import simulate
 from netagg.sim.reference import result_key
 from netagg.wire import Verdict
 
@@ -25,10 +26,7 @@ def run(dut, cycles):
                 break
         state["passes"], state["failed"] = ctx.get(dut.passes), ctx.get(dut.failed)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb)
     return state
 
 
