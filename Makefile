@@ -16,7 +16,7 @@ export OPENFPGALOADER ?= true
 JOBS_N ?= 2
 OUT ?= out
 
-.PHONY: setup run test test-slow sim sim-verilator verilog lint bench sweep clean
+.PHONY: setup run test test-slow install-check sim sim-verilator verilog lint bench sweep clean
 
 setup: $(VENV)/.stamp
 
@@ -35,6 +35,11 @@ test: setup
 
 test-slow: setup
 	$(PY) -m pytest -m slow -q
+
+# A wheel installed (not editable) into a fresh venv runs `netagg sim` from
+# outside the checkout (CI runs it after `make test`).
+install-check: setup
+	PYTHON=$(PY) bash .ci/installed
 
 sim: setup
 	$(PY) -m pytest -m cocotb -q -k "icarus or verilator"

@@ -10,7 +10,6 @@ not raised; a tool failure raises :class:`BuildError` with one line.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -20,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from netagg.boards import registry
 from netagg.boards import report as _report
 from netagg.hdl.ram import YOSYS_AFTER_READ
 from netagg.params import Params
@@ -42,27 +42,6 @@ class BuildError(RuntimeError, ValueError):
     too big for the device names every resource over capacity). A
     ValueError too, so that ``netagg build`` prints it as a user error."""
 
-
-@dataclasses.dataclass(frozen=True)
-class Board:
-    name: str
-    family: str          # "ecp5" or "ice40"
-    device: str          # for the report
-    platform: str        # amaranth_boards class, "module:Class"
-    kind: str            # "bridge" or "selftest"
-    fp_stages: int | None = None   # adder pipeline when not given (None: the lanes' default)
-
-
-BOARDS = {
-    "ulx3s": Board("ulx3s", "ecp5", "LFE5U-85F-6 CABGA381",
-                   "amaranth_boards.ulx3s:ULX3S_85F_Platform", "bridge"),
-    "colorlight-5a75b": Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256",
-                              "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
-                              "selftest"),
-    "icebreaker": Board("icebreaker", "ice40", "iCE40UP5K-SG48",
-                        "amaranth_boards.icebreaker:ICEBreakerPlatform", "bridge",
-                        fp_stages=0),   # 12 MHz: no adder pipeline needed, fewer cells
-}
 
 ECP5_DEVICES = {
     # device: (nextpnr option, package)
@@ -132,41 +111,34 @@ def _load_jobs(jobs, params):
 
 
 def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False, *,
-          jobs=None, baud: int = 115200, device: str = "LFE5U-85F",
+          jobs=None, baud: int | None = None, device: str = "LFE5U-85F",
           freq_mhz: float = OOC_FREQ_MHZ) -> dict:
-    """Build ``board`` (``ulx3s``, ``colorlight-5a75b``, ``icebreaker``, or
-    ``ooc-ecp5`` / ``ooc=True`` for the bare core out of context on
-    ``device``) into ``outdir``; returns the report.
+    """Build ``board`` (a name of :data:`netagg.boards.registry.BOARDS`;
+    ``ooc-ecp5``, or ``ooc=True`` with an ECP5 board, for the bare core out
+    of context on ``device``) into ``outdir``; returns the report.
 
     ``jobs``: a JobTable or a JOBS.json path loaded into the job table at
     reset (bridge boards; without it the host configures jobs over the
-    UART). ``baud``: the bridge's UART rate. ``freq_mhz``: the clock
+    UART). ``baud``: the bridge's UART rate (default: the board's). ``freq_mhz``: the clock
     constraint of the out-of-context build.
     """
     if not isinstance(params, Params):
         raise TypeError(f"params must be a Params, not {type(params).__name__}")
-    if ooc or board == "ooc-ecp5":
-        if board not in ("ooc-ecp5", "ulx3s", "colorlight-5a75b"):
-            raise ValueError(f"no out-of-context build for board {board!r} (use ooc-ecp5)")
+    spec = registry.get(board)
+    if ooc or spec.ooc:
+        if spec.family != "ecp5":
+            raise ValueError(f"no out-of-context build for board {board!r} "
+                             f"(use {registry.OOC_ECP5})")
         if jobs is not None:
             raise ValueError("a job table is loaded by the bridge boards' tops, "
                              "not by the out-of-context core")
         return build_ooc(params, outdir, fp_stages=fp_stages, device=device, freq_mhz=freq_mhz)
-    if board not in BOARDS:
-        raise ValueError(f"unknown board {board!r} (choose from "
-                         f"{', '.join([*BOARDS, 'ooc-ecp5'])})")
-    spec = BOARDS[board]
     if fp_stages is None:
         fp_stages = spec.fp_stages
     jobs = _load_jobs(jobs, params)
     tool_environment()
-    import importlib
-
-    from netagg.boards import tops
-
-    module, cls = spec.platform.split(":")
-    platform = getattr(importlib.import_module(module), cls)()
-    top = tops.make_top(board, params, fp_stages=fp_stages, jobs=jobs, baud=baud)
+    platform = spec.platform()
+    top = spec.make_top(params, fp_stages=fp_stages, jobs=jobs, baud=baud)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     name = f"netagg_{board.replace('-', '_')}"
@@ -186,12 +158,12 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages,
         "jobs_config": jobs.to_dict() if jobs is not None else None,
-        "baud": baud if spec.kind == "bridge" else None,
+        "baud": (spec.baud if baud is None else baud) if spec.kind == "bridge" else None,
         "bitstream": str(bit) if bit.exists() else None,
         "build_seconds": round(seconds, 1),
     }
     if spec.kind == "selftest":
-        result["selftest"] = tops.selftest_summary(top)
+        result["selftest"] = top.selftest.summary()
     _write(outdir, result)
     return result
 

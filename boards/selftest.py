@@ -3,9 +3,10 @@ Colorlight 5A-75B): a traffic generator and a checker around a netagg core.
 
 The traffic (well-behaved rounds mixed with duplicates, retransmission
 requests, mismatches and malformed messages, from
-:func:`netagg.sim.traffic.random_traffic`) and the expected verdicts and
-RESULT beats (from the golden model, :class:`netagg.sim.message_model.Switch`) are
-computed at build time and held in ROMs.
+:func:`netagg.sim.traffic.selftest_messages` on
+:func:`netagg.sim.traffic.selftest_jobs`) and the expected verdicts and
+RESULT beats (from the golden model, :func:`netagg.sim.reference.expected`)
+are computed at build time and held in ROMs, packed as the ports' layouts.
 
 Contract: after reset the self-test loads the job table, presents every
 message back to back and checks, in order, every verdict (code and tag)
@@ -26,57 +27,31 @@ from amaranth.lib.wiring import Out
 from netagg import regmap
 from netagg.hdl import layouts
 from netagg.hdl.core import NetaggCore
-from netagg.jobs import Job, JobTable
 from netagg.params import Params
-from netagg.sim import beats as sb
-from netagg.sim.message_model import Switch
-from netagg.sim.traffic import random_traffic
+from netagg.sim import beats
+from netagg.sim.reference import expected
+from netagg.sim.traffic import selftest_jobs, selftest_messages
+from netagg.wire import Header
 
 WATCHDOG_BITS = 22
 
 
-def selftest_jobs(params: Params) -> JobTable:
-    """Job 0: min(W_max, 3) workers on the first half of the slots; job 1
-    (if J >= 2 and S >= 2): min(W_max, 2) workers on the rest."""
-    S = params.slots
-    if params.jobs >= 2 and S >= 2:
-        half = S // 2
-        jobs = [Job(0, min(params.workers, 3), 0, half),
-                Job(1, min(params.workers, 2), half, S - half)]
-    else:
-        jobs = [Job(0, min(params.workers, 3), 0, S)]
-    return JobTable(jobs, params)
+def expected_row(lanes: int) -> data.StructLayout:
+    """A row of the expected-RESULT ROM: an egress beat and the lanes to
+    compare (lane ``i`` holds element ``i`` of the beat if it is below
+    ``count``)."""
+    return data.StructLayout({"beat": layouts.egress_beat(lanes), "mask": lanes})
 
 
-def selftest_traffic(params: Params, jobs: JobTable, n: int = 32, seed: int = 1):
-    """(messages, verdicts [(code, tag)], RESULTs [(payload, tag)]) in model order.
-    Counts are kept to at most 2 L elements so that the ROMs stay small."""
-    small = params.replace(elements=min(params.elements, 2 * params.lanes))
-    msgs = random_traffic(small, JobTable(list(jobs), small), n, seed=seed, p_dup=0.08,
-                          p_retx=0.08, p_bad=0.08, p_mismatch=0.04, window=2)
-    sw = Switch(params, jobs)
-    verdicts, results = [], []
-    for tag, m in enumerate(msgs):
-        out = sw.receive(m)
-        verdicts.append((int(out.verdict), tag))
-        results.extend((r.pack(), tag) for r in out.results)
-    return msgs, verdicts, results
-
-
-def _egress_rows(payload: bytes, tag: int, lanes: int):
-    """Expected egress beats of one RESULT: (packed beat, lane mask)."""
-    rows = []
-    for b in sb.message_to_beats(payload, lanes, tag):
-        h = sb.Header.from_int(b.header)
-        value = b.header | (b.tag << 128) | (int(b.last) << 144)
-        for i, d in enumerate(b.data):
-            value |= d << (145 + 32 * i)
-        rows.append((value, h))
+def _egress_rows(payload: bytes, tag: int, lanes: int) -> list[int]:
+    """Expected egress beats of one RESULT, as :func:`expected_row` values."""
+    row = expected_row(lanes)
+    at_beat, at_mask = row["beat"].offset, row["mask"].offset
+    count = Header.unpack(payload).count
     out = []
-    count = rows[0][1].count
-    for k, (value, _) in enumerate(rows):
+    for k, b in enumerate(beats.message_to_beats(payload, lanes, tag)):
         valid = max(0, min(lanes, count - k * lanes))
-        out.append(value | (((1 << valid) - 1) << (145 + 32 * lanes)))
+        out.append((beats.pack_egress(b, lanes) << at_beat) | (((1 << valid) - 1) << at_mask))
     return out
 
 
@@ -91,8 +66,9 @@ class SelfTest(wiring.Component):
         self._params = params
         self._fp_stages = fp_stages
         self._jobs = selftest_jobs(params)
-        self._msgs, self._verdicts, self._results = selftest_traffic(
-            params, self._jobs, n_messages, seed)
+        self._msgs = selftest_messages(params, self._jobs, n_messages, seed)
+        exp = expected(params, self._jobs, self._msgs)
+        self._verdicts, self._results = exp.verdicts, exp.results
         super().__init__({
             "passes": Out(16),
             "failed": Out(1),
@@ -114,19 +90,19 @@ class SelfTest(wiring.Component):
 
         in_rows = []
         for tag, msg in enumerate(self._msgs):
-            in_rows += [sb.pack_ingress(b, L) for b in sb.message_to_beats(msg, L, tag)]
+            in_rows += [beats.pack_ingress(b, L) for b in beats.message_to_beats(msg, L, tag)]
         out_rows = []
         for payload, tag in self._results:
             out_rows += _egress_rows(payload, tag, L)
-        v_rows = [code | (tag << 4) for code, tag in self._verdicts]
-        in_w = layouts.ingress_beat(L).size
-        eg_w = layouts.egress_beat(L).size
-        assert eg_w == 145 + 32 * L
+        v_rows = [beats.pack_verdict(code, tag) for code, tag in self._verdicts]
+        row = expected_row(L)
 
-        m.submodules.in_rom = in_rom = Memory(shape=in_w, depth=len(in_rows), init=in_rows)
-        m.submodules.out_rom = out_rom = Memory(shape=eg_w + L, depth=max(1, len(out_rows)),
+        m.submodules.in_rom = in_rom = Memory(shape=layouts.ingress_beat(L).size,
+                                              depth=len(in_rows), init=in_rows)
+        m.submodules.out_rom = out_rom = Memory(shape=row.size, depth=max(1, len(out_rows)),
                                                 init=out_rows or [0])
-        m.submodules.v_rom = v_rom = Memory(shape=20, depth=len(v_rows), init=v_rows)
+        m.submodules.v_rom = v_rom = Memory(shape=layouts.VerdictLayout.size,
+                                            depth=len(v_rows), init=v_rows)
         irp = in_rom.read_port()
         orp = out_rom.read_port()
         vrp = v_rom.read_port(domain="comb")
@@ -155,8 +131,7 @@ class SelfTest(wiring.Component):
         # Checker: RESULT beats in order.
         ready = Signal()
         m.d.comb += ready.eq(lfsr[0] | lfsr[1])              # ~75 % ready
-        exp = data.View(data.StructLayout({"beat": layouts.egress_beat(L), "mask": L}),
-                        orp.data)
+        exp = data.View(row, orp.data)
         take = core.o.valid & core.o.ready
         m.d.comb += orp.addr.eq(ei + take)
         with m.FSM():

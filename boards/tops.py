@@ -1,12 +1,14 @@
 """Board tops (docs/boards.md): the whole design runs in the board's clock
 domain (ULX3S 25 MHz, Colorlight 25 MHz, iCEBreaker 12 MHz).
 
-- ULX3S (LFE5U-85F) and iCEBreaker (iCE40UP5K): :class:`BridgeTop`, the UART
-  bridge on the FTDI serial port; LEDs: ready (job table loaded), busy
-  (core not idle; ULX3S only), error (a bridge counter counted).
-- Colorlight 5A-75B (LFE5U-25F): :class:`SelfTestTop`, the on-chip
-  self-test; its one LED blinks slowly while every pass succeeds, fast
-  once a check failed, and stays dark until the first pass completes.
+- :class:`BridgeTop` (ULX3S, iCEBreaker): the UART bridge on the FTDI
+  serial port; LEDs: ready (job table loaded), busy (core not idle),
+  error (a bridge counter counted).
+- :class:`SelfTestTop` (Colorlight 5A-75B): the on-chip self-test; its one
+  LED blinks slowly while every pass succeeds, fast once a check failed,
+  and stays dark until the first pass completes.
+
+Which board gets which top, with which LEDs, is :mod:`netagg.boards.registry`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class BridgeTop(Elaboratable):
 
     def __init__(self, params: Params, *, fp_stages=None, jobs=None, baud: int = 115200,
                  leds=(("led", 0), ("led", 1), ("led", 2))):
+        """``leds``: platform resources ``(name, number)`` for ready, busy
+        and error (``None`` for one the board lacks)."""
         self.params = params
         self.fp_stages = fp_stages
         self.jobs = jobs
@@ -51,10 +55,11 @@ class BridgeTop(Elaboratable):
 
 
 class SelfTestTop(Elaboratable):
-    """The self-test on the platform's ``led`` 0."""
+    """The self-test on one LED (``led``: a platform resource ``(name, number)``)."""
 
-    def __init__(self, params: Params, *, fp_stages=None):
+    def __init__(self, params: Params, *, fp_stages=None, led=("led", 0)):
         self.params = params
+        self.led = led
         self.selftest = SelfTest(params, fp_stages=fp_stages)
 
     def elaborate(self, platform):
@@ -62,29 +67,12 @@ class SelfTestTop(Elaboratable):
         m.submodules.selftest = st = self.selftest
         blink = Signal(24)
         m.d.sync += blink.eq(blink + 1)
-        m.submodules.led = led = io.Buffer("o", platform.request("led", 0, dir="-"))
+        m.submodules.led = led = io.Buffer("o", platform.request(*self.led, dir="-"))
         with m.If(st.failed):
             m.d.comb += led.o.eq(blink[-3])          # ~6 Hz at 25 MHz
         with m.Elif(st.passes != 0):
             m.d.comb += led.o.eq(blink[-1])          # ~1.5 Hz
         return m
-
-
-def make_top(board: str, params: Params, *, fp_stages=None, jobs=None, baud: int = 115200):
-    if board == "ulx3s":
-        return BridgeTop(params, fp_stages=fp_stages, jobs=jobs, baud=baud)
-    if board == "icebreaker":
-        return BridgeTop(params, fp_stages=fp_stages, jobs=jobs, baud=baud,
-                         leds=(("led_g", 0), None, ("led_r", 0)))
-    if board == "colorlight-5a75b":
-        if jobs is not None:
-            raise ValueError("the Colorlight self-test uses its own job table")
-        return SelfTestTop(params, fp_stages=fp_stages)
-    raise ValueError(f"no board top for {board!r}")
-
-
-def selftest_summary(top) -> dict:
-    return top.selftest.summary()
 
 
 def write_bridge_verilog(params: Params, path, *, divisor: int, fp_stages=None, jobs=None):
@@ -95,8 +83,3 @@ def write_bridge_verilog(params: Params, path, *, divisor: int, fp_stages=None, 
     with open(path, "w") as f:
         f.write(verilog.convert(bridge, name="uart_bridge", emit_src=False))
 
-
-def write_selftest_verilog(params: Params, path, *, fp_stages=None):
-    st = SelfTest(params, fp_stages=fp_stages)
-    with open(path, "w") as f:
-        f.write(verilog.convert(st, name="netagg_selftest", emit_src=False))

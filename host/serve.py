@@ -251,7 +251,7 @@ class Server:
                 continue
             if self.out_pcap is not None:
                 ip = socket.inet_aton(dst[0])
-                self.out_pcap.write(framing.build_result_frame(
+                self.out_pcap.write(framing.build_frame(
                     r, self.switch_ep, Endpoint(mac_for_ip(ip), ip, dst[1])), time.time_ns())
             if loss and rng.random() < loss:
                 self.faults["lost_out"] += 1

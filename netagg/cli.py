@@ -27,7 +27,6 @@ from netagg.params import (
 )
 
 PROG = "netagg"
-BOARDS = ("ulx3s", "colorlight-5a75b", "icebreaker", "ooc-ecp5")
 SIMULATORS = ("icarus", "verilator")
 
 _PARAM_OPTIONS = (
@@ -107,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="build a bitstream for a board and report resources and Fmax",
                        description="Build the core for a board (or out of context) with "
                                    "Yosys and nextpnr and report its use and Fmax.")
-    p.add_argument("--board", required=True, choices=BOARDS,
+    from netagg.boards.registry import NAMES as boards  # pure Python, no Amaranth
+    p.add_argument("--board", required=True, choices=boards,
                    help="target board; ooc-ecp5 is the bare core out of context on ECP5")
     p.add_argument("--outdir", metavar="DIR", help="build directory (default build/<board>)")
     p.add_argument("--json", dest="json_path", metavar="REPORT.json",
@@ -282,11 +282,16 @@ def format_report(report: dict) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def _board(name: str):
+    from netagg.boards.registry import get
+    return get(name)
+
+
 def cmd_build(args, params) -> int:
     build = _backend("netagg.boards.build", "build", "build")
     outdir = args.outdir or os.path.join("build", args.board)
     report = build(params, args.board, outdir, fp_stages=args.fp_stages,
-                   ooc=args.board.startswith("ooc-"),
+                   ooc=_board(args.board).ooc,
                    jobs=_load_jobs(args, params) if args.jobs_config else None,
                    baud=args.baud)
     if not isinstance(report, dict):

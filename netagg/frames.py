@@ -63,9 +63,11 @@ class Datagram:
     payload: bytes
 
 
-def parse(frame: bytes, port: int) -> Datagram | None:
+def parse(frame: bytes, port: int | None) -> Datagram | None:
     """The netagg message a frame carries, or None if it carries none (the
-    switch counts such a frame as ``ignored``)."""
+    switch counts such a frame as ``ignored``). ``port``: the UDP
+    destination port netagg messages are sent to (the switch's); None takes
+    any (RESULT frames go to each worker's own port)."""
     frame = bytes(frame)
     if len(frame) < ETH_HEADER + IPV4_HEADER + UDP_HEADER:
         return None
@@ -83,7 +85,9 @@ def parse(frame: bytes, port: int) -> Datagram | None:
         return None
     at = ETH_HEADER + IPV4_HEADER
     src_port, dst_port, udp_len, _ucsum = struct.unpack(">HHHH", frame[at:at + UDP_HEADER])
-    if dst_port != port or udp_len < UDP_HEADER or IPV4_HEADER + udp_len != total:
+    if port is not None and dst_port != port:
+        return None
+    if udp_len < UDP_HEADER or IPV4_HEADER + udp_len != total:
         return None
     payload = frame[at + UDP_HEADER:at + udp_len]
     return Datagram(Endpoint(src_mac, src_ip, src_port), Endpoint(dst_mac, dst_ip, dst_port),
@@ -113,11 +117,6 @@ def build_frame(payload: bytes, src: Endpoint, dst: Endpoint) -> bytes:
     udp = struct.pack(">HHHH", src.port, dst.port, udp_len, 0)
     frame = dst.mac + src.mac + ETHERTYPE_IPV4.to_bytes(2, "big") + ip + udp + payload
     return frame.ljust(MIN_FRAME, b"\0")
-
-
-def build_result_frame(payload: bytes, src: Endpoint, dst: Endpoint) -> bytes:
-    """A RESULT frame: ``src`` is the switch's endpoint, ``dst`` the worker's."""
-    return build_frame(payload, src, dst)
 
 
 class AddressBook:

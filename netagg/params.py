@@ -39,7 +39,7 @@ def parse_ip(text: str) -> bytes:
 
 @dataclasses.dataclass(frozen=True)
 class Params:
-    """Build-time parameters (see ``docs/parameters.md``).
+    """Build-time parameters (see ``docs/cli.md``, "Build-time parameters").
 
     workers: W_max, the most workers one job can have (1..255).
     slots: S, slots in total, each with two copies (1..65536).

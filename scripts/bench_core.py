@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+# amaranth: UnusedElaboratable=no
 """Throughput and latency of the netagg core, measured in simulation
 (amaranth.sim, cycle-accurate RTL), printed as a table and JSON.
 
@@ -19,107 +19,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 
-import numpy as np
-from amaranth.sim import Simulator
-
-from netagg import regmap
-from netagg.hdl.core import NetaggCore
 from netagg.hdl.slot_table import SlotTable
 from netagg.params import Params
-from netagg.sim.beats import message_to_beats, pack_ingress, unpack_egress
-from netagg.sim.message_model import make_contrib
-from netagg.wire import DType, Header, Op
-
-
-def patterns(params: Params, workers: int, rounds: int, window: int, seed: int = 0):
-    rng = random.Random(seed)
-    K = params.elements
-
-    def msg(slot, ver, w):
-        vals = np.asarray([rng.uniform(-1, 1) for _ in range(K)], dtype=np.float32)
-        return make_contrib(0, slot, ver, w, vals.view(np.uint32), dtype=DType.FP32, op=Op.SUM)
-
-    lock = [msg(s, r % 2, w) for r in range(rounds) for s in range(window) for w in range(workers)]
-    hammer = [msg(0, r % 2, w) for r in range(rounds * window) for w in range(workers)]
-    # Random: every slot's workers in a random order, slots interleaved at random.
-    todo = {(s, r): list(range(workers)) for s in range(window) for r in range(rounds)}
-    for v in todo.values():
-        rng.shuffle(v)
-    nxt = {s: 0 for s in range(window)}
-    rnd = []
-    while any(nxt[s] < rounds for s in nxt):
-        s = rng.choice([s for s in nxt if nxt[s] < rounds])
-        r = nxt[s]
-        rnd.append(msg(s, r % 2, todo[(s, r)].pop()))
-        if not todo[(s, r)]:
-            nxt[s] += 1
-    return {"random": rnd, "lockstep": lock, "hammer": hammer}
+from netagg.sim.drive import run_core
+from netagg.sim.reference import result_key
+from netagg.sim.traffic import saturation_patterns, single_job
 
 
 def measure(params: Params, workers: int, messages: list[bytes], fp_stages=None) -> dict:
-    dut = NetaggCore(params, fp_stages=fp_stages)
-    L = params.lanes
-    acc = {"first": None, "last": None, "beats": 0, "msg_end": {}, "lat": [], "counters": {}}
-    nmsg = len(messages)
-
-    async def bench(ctx):
-        for reg, value in enumerate(regmap.job_entry_words(True, workers, 0, params.slots)):
-            ctx.set(dut.ctrl_addr, regmap.job_addr(0, reg))
-            ctx.set(dut.ctrl_wdata, value)
-            ctx.set(dut.ctrl_we, 1)
-            await ctx.tick()
-        ctx.set(dut.ctrl_we, 0)
-        ctx.set(dut.o.ready, 1)
-        beats = [(seq, b) for seq, m in enumerate(messages) for b in message_to_beats(m, L, seq)]
-        cycle, k, verdicts = 0, 0, 0
-        pending_first = {}     # tag -> cycle its last beat was accepted (round-completing)
-        while k < len(beats) or verdicts < nmsg or not ctx.get(dut.idle):
-            if k < len(beats):
-                ctx.set(dut.i.payload.as_value(), pack_ingress(beats[k][1], L))
-                ctx.set(dut.i.valid, 1)
-            else:
-                ctx.set(dut.i.valid, 0)
-            _, _, iv, ir, ov, op, vv = await ctx.tick().sample(
-                dut.i.valid, dut.i.ready, dut.o.valid, dut.o.payload.as_value(), dut.v.valid)
-            if iv and ir:
-                if acc["first"] is None:
-                    acc["first"] = cycle
-                acc["last"] = cycle
-                acc["beats"] += 1
-                if beats[k][1].last:
-                    pending_first[beats[k][0] & 0xFFFF] = cycle
-                k += 1
-            if ov:
-                beat = unpack_egress(op, L)
-                h = Header.from_int(beat.header)
-                if h.worker == 0 and beat.tag in pending_first:
-                    acc["lat"].append(cycle - pending_first.pop(beat.tag))
-            verdicts += vv
-            cycle += 1
-            if cycle > 50 * len(beats) + 10000:
-                raise RuntimeError("core did not finish")
-        for name in regmap.CORE_COUNTERS:
-            ctx.set(dut.ctrl_addr, regmap.counter_addr(name))
-            await ctx.tick()
-            acc["counters"][name] = ctx.get(dut.ctrl_rdata)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    cycles = acc["last"] - acc["first"] + 1
+    """One pattern through the core (:func:`netagg.sim.drive.run_core`, job 0
+    with ``workers`` workers, no gaps, no backpressure)."""
+    run = run_core(params, single_job(params, workers), messages, fp_stages=fp_stages,
+                   max_cycles=50 * len(messages) * params.beats + 10000)
+    cycles = run.beats_in[-1] - run.beats_in[0] + 1
+    # latency: a round's last contribution's last beat accepted to the first
+    # beat of its RESULT to worker 0 (tags are message numbers here)
+    done = {seq: cycle for seq, cycle in enumerate(run.message_done)}
+    lat = [start - done.pop(tag) for (payload, tag), start in zip(run.results, run.result_start,
+                                                                   strict=True)
+           if result_key(payload)[3] == 0 and tag in done]
     return {
-        "messages": nmsg,
-        "beats": acc["beats"],
+        "messages": len(messages),
+        "beats": len(run.beats_in),
         "cycles": cycles,
-        "beats_per_cycle": round(acc["beats"] / cycles, 4),
-        "stall_cycles": acc["counters"]["stall"],
-        "results": acc["counters"]["results"],
-        "latency_cycles_min": min(acc["lat"]) if acc["lat"] else None,
-        "latency_cycles_max": max(acc["lat"]) if acc["lat"] else None,
+        "beats_per_cycle": round(len(run.beats_in) / cycles, 4),
+        "stall_cycles": run.counters["stall"],
+        "results": run.counters["results"],
+        "latency_cycles_min": min(lat) if lat else None,
+        "latency_cycles_max": max(lat) if lat else None,
     }
 
 
@@ -142,12 +71,11 @@ def main(argv=None) -> int:
                     slots=args.slots, jobs=1, dtypes=("fp32",), ops=("sum",))
     probe = SlotTable(params, result_beats=_pow2(params.beats), data_beats=_pow2(params.beats),
                       fp_stages=args.fp_stages)
-    probe._MustUse__silence = True
     D = probe.loop_latency
     bound = min(1.0, params.elements / (params.lanes * D))
     out = {"params": params.to_dict(), "fp_stages": args.fp_stages, "loop_latency": D,
            "hammer_bound": round(bound, 4), "patterns": {}}
-    for name, msgs in patterns(params, args.workers, args.rounds, args.window).items():
+    for name, msgs in saturation_patterns(params, args.workers, args.rounds, args.window).items():
         out["patterns"][name] = measure(params, args.workers, msgs, args.fp_stages)
     print(f"core L={params.lanes} K={params.elements} W={args.workers}: "
           f"read-add-write loop D={D} cycles, hammer bound min(1, K/(L*D)) = {bound:.3f}")

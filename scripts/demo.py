@@ -19,11 +19,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from netagg import pcap
-from netagg.frames import Endpoint, build_frame
+from netagg.frames import Endpoint, build_frame, parse
 from netagg.jobs import JobTable
 from netagg.params import Params
+from netagg.sim.reference import result_key
 from netagg.sim.traffic import random_traffic
-from netagg.wire import Header
 
 PARAMS = dict(workers=4, slots=32, elements=16, lanes=4, jobs=3)
 JOBS = {"jobs": [{"id": 0, "workers": 4, "slot_base": 0, "slots": 16},
@@ -51,8 +51,7 @@ def by_key(frames: list[bytes]) -> dict:
     """RESULT frames grouped by (job, slot, ver, worker), in order."""
     out = defaultdict(list)
     for f in frames:
-        h = Header.unpack(f[42:])     # Ethernet 14 + IPv4 20 + UDP 8 bytes
-        out[(h.job, h.slot, h.ver, h.worker)].append(f)
+        out[result_key(parse(f, None).payload)].append(f)
     return dict(out)
 
 

@@ -1,19 +1,22 @@
 """Messages as the core's stream beats (docs/core.md), as plain integers.
 
-The flat bit positions follow ``netagg.hdl.layouts.ingress_beat`` and
-``egress_beat`` (fields from bit 0 up: header, length, tag, last, data for
-ingress; header, tag, last, data for egress); tests check the two agree.
-Pure Python.
+Every bit position comes from the Amaranth layouts that define the ports,
+:func:`netagg.hdl.layouts.ingress_beat`, :func:`~netagg.hdl.layouts.egress_beat`
+and :data:`~netagg.hdl.layouts.VerdictLayout` (read once per lane count);
+nothing here re-types an offset.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
+from netagg.hdl import layouts
+from netagg.payload import decode_values, encode_values
 from netagg.wire import HEADER_BYTES, DType, Header
 
-TAG_BITS = 16
-HEADER_BITS = 8 * HEADER_BYTES
+TAG_BITS = layouts.TAG_BITS
+TAG_MOD = 1 << TAG_BITS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,37 +42,90 @@ def message_to_beats(payload: bytes, lanes: int, tag: int = 0) -> list[Beat]:
     body = payload[HEADER_BYTES:]
     size = element_size(header)
     n = len(body) // size
-    elems = [int.from_bytes(body[k * size:(k + 1) * size], "big") for k in range(n)]
+    elems = decode_values(DType.BF16 if size == 2 else DType.INT32, body[:n * size]).tolist()
     nbeats = max(1, -(-n // lanes))
     beats = []
     for b in range(nbeats):
         chunk = elems[b * lanes:(b + 1) * lanes]
         chunk += [0] * (lanes - len(chunk))
-        beats.append(Beat(header, tuple(chunk), b == nbeats - 1, tag & 0xFFFF, length))
+        beats.append(Beat(header, tuple(chunk), b == nbeats - 1, tag % TAG_MOD, length))
     return beats
 
 
-def pack_ingress(beat: Beat, lanes: int) -> int:
-    value = beat.header | (beat.length << HEADER_BITS) | (beat.tag << (HEADER_BITS + 16))
-    value |= int(beat.last) << (HEADER_BITS + 16 + TAG_BITS)
-    at = HEADER_BITS + 16 + TAG_BITS + 1
-    for i, d in enumerate(beat.data):
-        value |= (d & 0xFFFFFFFF) << (at + 32 * i)
+_LAYOUTS = {"ingress": layouts.ingress_beat, "egress": layouts.egress_beat}
+
+
+@functools.cache
+def beat_fields(kind: str, lanes: int) -> dict:
+    """``{field: (offset, width)}`` of an ``"ingress"`` or ``"egress"`` beat
+    of ``lanes`` lanes, lane ``i`` as field ``("data", i)``."""
+    layout = _LAYOUTS[kind](lanes)
+    out = {}
+    for name, field in layout:
+        if name == "data":
+            lanes_layout = field.shape
+            for i in range(lanes):
+                out[("data", i)] = (field.offset + lanes_layout[i].offset, lanes_layout[i].width)
+        else:
+            out[name] = (field.offset, field.width)
+    return out
+
+
+def _pack(kind: str, beat: Beat, lanes: int) -> int:
+    fields = beat_fields(kind, lanes)
+    value = 0
+    for name, (at, width) in fields.items():
+        v = beat.data[name[1]] if isinstance(name, tuple) else int(getattr(beat, name))
+        value |= (v & ((1 << width) - 1)) << at
     return value
 
 
+def _unpack(kind: str, value: int, lanes: int) -> dict:
+    out = {}
+    data = [0] * lanes
+    for name, (at, width) in beat_fields(kind, lanes).items():
+        v = (value >> at) & ((1 << width) - 1)
+        if isinstance(name, tuple):
+            data[name[1]] = v
+        else:
+            out[name] = v
+    out["data"] = tuple(data)
+    return out
+
+
+def pack_ingress(beat: Beat, lanes: int) -> int:
+    """An ingress beat as the value of ``i.payload``."""
+    return _pack("ingress", beat, lanes)
+
+
+def pack_egress(beat: Beat, lanes: int) -> int:
+    """An egress beat as the value of ``o.payload`` (``length`` not carried)."""
+    return _pack("egress", beat, lanes)
+
+
+def unpack_ingress(value: int, lanes: int) -> Beat:
+    f = _unpack("ingress", value, lanes)
+    return Beat(f["header"], f["data"], bool(f["last"]), f["tag"], f["length"])
+
+
 def unpack_egress(value: int, lanes: int) -> Beat:
-    header = value & ((1 << HEADER_BITS) - 1)
-    tag = (value >> HEADER_BITS) & 0xFFFF
-    last = bool((value >> (HEADER_BITS + TAG_BITS)) & 1)
-    at = HEADER_BITS + TAG_BITS + 1
-    data = tuple((value >> (at + 32 * i)) & 0xFFFFFFFF for i in range(lanes))
-    return Beat(header, data, last, tag)
+    """The value of ``o.payload`` as a beat."""
+    f = _unpack("egress", value, lanes)
+    return Beat(f["header"], f["data"], bool(f["last"]), f["tag"])
+
+
+_VERDICT = {name: (field.offset, field.width) for name, field in layouts.VerdictLayout}
 
 
 def unpack_verdict(value: int) -> tuple[int, int]:
     """(code, tag) of a verdict port value."""
-    return value & 0xF, (value >> 4) & 0xFFFF
+    return tuple((value >> at) & ((1 << width) - 1)
+                 for at, width in (_VERDICT["code"], _VERDICT["tag"]))
+
+
+def pack_verdict(code: int, tag: int) -> int:
+    """A verdict port value."""
+    return ((int(code) << _VERDICT["code"][0]) | (tag << _VERDICT["tag"][0]))
 
 
 class ResultAssembler:
@@ -90,10 +146,8 @@ class ResultAssembler:
         if not beat.last:
             return None
         h = Header.from_int(self._header)
-        size = 2 if h.dtype == DType.BF16 else 4
         if len(self._elems) < h.count:
             raise ValueError(f"RESULT has {len(self._elems)} elements, header says {h.count}")
-        body = b"".join((e & ((1 << (8 * size)) - 1)).to_bytes(size, "big")
-                        for e in self._elems[:h.count])
+        body = encode_values(h.dtype, self._elems[:h.count])     # ValueError: not a dtype
         self._elems, self._header = [], None
         return h.pack() + body, beat.tag

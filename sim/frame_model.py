@@ -92,7 +92,7 @@ class Router:
         if head is None:
             if len(self._heads) > 4096:
                 self._heads.clear()
-            head = self._heads[key] = framing.build_result_frame(
+            head = self._heads[key] = framing.build_frame(
                 bytes(len(result)), self.src, dst)[:HEADERS]
         return (head + result).ljust(framing.MIN_FRAME, b"\0")
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
-from netagg.payload import Message, decode_values
+from netagg.payload import Message, decode_values, encode_values
 from netagg.sim import arith
 from netagg.wire import (
     COUNTERS,
@@ -45,13 +45,14 @@ def make_contrib(job: int, slot: int, ver: int, worker: int, values, *,
     """A CONTRIB message's bytes: ``values`` are raw element bits (bf16 in
     the low 16 bits); ``count`` defaults to len(values); other header fields
     (``version``, ``type``, ``reserved``, ``status``) may be overridden to
-    build malformed messages."""
+    build malformed messages. The payload is :func:`netagg.payload.encode_values`
+    (4-byte elements for a dtype code the wire format does not define)."""
     values = np.atleast_1d(np.asarray(values, dtype=np.uint64))
     h = Header(ver=ver, job=job, dtype=dtype, op=op, slot=slot, worker=worker,
                offset=offset, count=len(values) if count is None else count, **header)
-    elem = DType(dtype).size if dtype in DType._value2member_map_ else 4
-    mask = (1 << (8 * elem)) - 1
-    return h.pack() + b"".join((int(v) & mask).to_bytes(elem, "big") for v in values)
+    # a dtype the wire format does not define: 4-byte elements
+    elem = dtype if dtype in DType._value2member_map_ else DType.INT32
+    return h.pack() + encode_values(elem, values)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """cocotb bench for the UART bridge (``uart_bridge``, divisor from
-$NETAGG_BRIDGE_DIVISOR): the host codec (sim/host_uart.py) drives the rx pin
+$NETAGG_BRIDGE_DIVISOR): the host codec (netagg.uartlink) drives the rx pin
 bit by bit and decodes the tx pin; verdicts and RESULTs are compared with
-the golden model (sim/switch.py). Run by tests/test_bridge.py."""
+the golden model (netagg.sim.reference). Run by tests/test_bridge.py."""
 
 import json
 import os
@@ -9,12 +9,12 @@ import os
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-from core_tb import expected, per_key
 
 from netagg import regmap
 from netagg import uartlink as hu
 from netagg.jobs import JobTable
 from netagg.params import Params
+from netagg.sim.reference import expected, per_key
 from netagg.sim.traffic import random_traffic
 
 
@@ -47,7 +47,8 @@ async def bridge_vs_golden(dut):
     jobs = JobTable.from_json(os.environ["NETAGG_BRIDGE_JOBS"], params)
     div = int(os.environ["NETAGG_BRIDGE_DIVISOR"])
     msgs = random_traffic(params, jobs, int(os.environ.get("NETAGG_BRIDGE_N", "24")), seed=7)
-    ev, er, ec = expected(params, jobs, msgs)
+    exp = expected(params, jobs, msgs)
+    ev, er, ec = exp.verdicts, exp.results, exp.counters
 
     Clock(dut.clk, 10, unit="ns").start()
     dut.rx.value = 1

@@ -1,5 +1,5 @@
 """boards/bridge.py: the bridge's frame protocol around a real core, against
-the golden model (sim/switch.py) through the host codec (sim/host_uart.py).
+the golden model (netagg.sim.reference) through the host codec (netagg.uartlink).
 
 amaranth.sim drives CoreBridge's byte streams (fast); a cocotb test drives
 the UART pins of the generated Verilog of UARTBridge (the board top's logic)
@@ -14,15 +14,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from amaranth.sim import Simulator
-from core_tb import expected, per_key
 
 from netagg import regmap
 from netagg import uartlink as hu
 from netagg.boards.bridge import CoreBridge, SlipDecoder, SlipEncoder
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
+from netagg.sim.drive import send, simulate
 from netagg.sim.message_model import make_contrib
+from netagg.sim.reference import expected, per_key
 from netagg.sim.traffic import random_traffic
 from netagg.wire import COUNTERS, DType, Op
 
@@ -38,14 +38,14 @@ def run_bridge(params, host_bytes, *, jobs=None, n_replies, seed=0, gap=0.3, sta
     rng = random.Random(seed)
     frames = []
 
+    def idle():
+        n = 0
+        while rng.random() < gap:
+            n += 1
+        return n
+
     async def feed(ctx):
-        for b in host_bytes:
-            while rng.random() < gap:
-                await ctx.tick()
-            ctx.set(dut.rx.payload, b)
-            ctx.set(dut.rx.valid, 1)
-            await ctx.tick().until(dut.rx.ready)
-            ctx.set(dut.rx.valid, 0)
+        await send(ctx, dut.rx, host_bytes, idle=idle)
 
     async def drain(ctx):
         dec = hu.SlipDecoder()
@@ -59,11 +59,7 @@ def run_bridge(params, host_bytes, *, jobs=None, n_replies, seed=0, gap=0.3, sta
                     return
         raise AssertionError(f"only {len(frames)} of {n_replies} replies")
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(feed, background=True)
-    sim.add_testbench(drain)
-    sim.run()
+    simulate(dut, drain, background=[feed])
     return [hu.parse_reply(f) for f in frames]
 
 
@@ -87,8 +83,8 @@ def split(replies):
 
 
 def n_expected_replies(params, jobs, messages, n_ctrl):
-    ev, er, _ = expected(params, jobs, messages)
-    return ev, er, len(ev) + len(er) + n_ctrl + 1
+    exp = expected(params, jobs, messages)
+    return exp.verdicts, exp.results, len(exp.verdicts) + len(exp.results) + n_ctrl + 1
 
 
 def test_slip_codec_roundtrip():
@@ -116,14 +112,9 @@ def test_slip_hardware_roundtrip():
                  enc.o.ready.eq(dec.i.ready)]
     got, cur = [], bytearray()
 
-    async def send(ctx):
-        for f in frames:
-            for i, b in enumerate(f):
-                ctx.set(enc.i.payload.data, b)
-                ctx.set(enc.i.payload.last, i == len(f) - 1)
-                ctx.set(enc.i.valid, 1)
-                await ctx.tick().until(enc.i.ready)
-            ctx.set(enc.i.valid, 0)
+    async def feed(ctx):
+        await send(ctx, enc.i, [{"data": b, "last": i == len(f) - 1}
+                                for f in frames for i, b in enumerate(f)])
 
     async def recv(ctx):
         ctx.set(dec.o.ready, 1)
@@ -137,11 +128,7 @@ def test_slip_hardware_roundtrip():
                 else:
                     cur.append(b)
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(send, background=True)
-    sim.add_testbench(recv)
-    sim.run()
+    simulate(m, recv, background=[feed])
     assert got == frames
 
 
@@ -172,7 +159,8 @@ def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
     counter_reads = [regmap.COUNTER_BASE + i for i in range(len(COUNTERS))] + [regmap.BRIDGE_BASE]
     extra = hu.slip_encode(bytes([0x55, 1, 2]))                                    # bad frame
     after = b"".join(hu.slip_encode(hu.ctrl_frame(a)) for a in counter_reads)
-    ev, er, ec = expected(PARAMS, JOBS, msgs)
+    exp = expected(PARAMS, JOBS, msgs)
+    ev, er, ec = exp.verdicts, exp.results, exp.counters
     n = len(ev) + len(er) + len(counter_reads) + 1
     replies = run_bridge(PARAMS, host_stream(msgs, extra=extra, after=after), jobs=JOBS,
                          n_replies=n, seed=4)

@@ -10,15 +10,17 @@ generation and, with Verilator, the C++ build.
 
 from __future__ import annotations
 
-import os
+import random
 from pathlib import Path
 
 import pytest
 
 from netagg.params import Params
-
-harness = pytest.importorskip("netagg.sim.harness")
-pytest.importorskip("cocotb_test")
+from netagg.sim import harness
+from netagg.sim.cocotb import tb
+from netagg.sim.message_model import Switch, make_contrib
+from netagg.sim.traffic import Traffic, regression_jobs
+from netagg.wire import Verdict
 
 BUILD = Path(__file__).resolve().parent.parent / "build" / "cocotb"
 
@@ -33,25 +35,16 @@ CONFIGS = {
 SIMULATORS = ["icarus", pytest.param("verilator", marks=pytest.mark.verilator)]
 
 
-def test_configs_are_valid():
-    for config in CONFIGS.values():
-        Params(**config)
-
-
 @pytest.mark.cocotb
 @pytest.mark.parametrize("simulator", SIMULATORS)
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_regression(config, simulator):
-    seed = int(os.environ.get("NETAGG_TB_SEED", "1"))
+def test_regression(config, simulator, seed):
     harness.run_cocotb(Params(**CONFIGS[config]), harness.REGRESSION_MODULE,
                        simulator=simulator, root=BUILD, quiet=True,
                        env={"NETAGG_TB_SEED": str(seed)})
 
 
 # -- the bench's pure parts (no simulator) ------------------------------------
-
-tb = pytest.importorskip("netagg.sim.cocotb.tb")
-
 
 def test_unwrap_tag():
     assert tb.unwrap_tag(5, 5) == 5
@@ -62,11 +55,10 @@ def test_unwrap_tag():
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_malformed_cases_get_their_verdicts(config):
-    import random
+def test_malformed_cases_get_their_verdicts(config, seed):
     params = Params(**CONFIGS[config])
-    jobs = tb.regression_jobs(params)
-    tm = tb.Traffic(params, jobs, random.Random(3))
+    jobs = regression_jobs(params)
+    tm = Traffic(params, jobs, random.Random(seed))
     sb = tb.Scoreboard(params, jobs)
     cases = tm.malformed()
     job = next(j for j in tm.enabled if j.workers >= 2)
@@ -74,16 +66,16 @@ def test_malformed_cases_get_their_verdicts(config):
     for i, (want, m) in enumerate(cases):
         sb.expect(i, m)
         assert sb.verdicts[i] == want, (i, tb.describe(m))
-    drops = {v for v, _ in cases} - {tb.Verdict.ACCEPT}
-    assert drops == {v for v in tb.Verdict if v.value >= tb.Verdict.BAD_HEADER}
+    drops = {v for v, _ in cases} - {Verdict.ACCEPT}
+    assert drops == {v for v in Verdict if v.value >= Verdict.BAD_HEADER}
 
 
 def _scoreboard_with_round():
     """A scoreboard expecting one fp32 round of job 0 (W=2): two messages."""
     params = Params(**CONFIGS["L4-K16-W2"])
-    jobs = tb.regression_jobs(params)
+    jobs = regression_jobs(params)
     sb = tb.Scoreboard(params, jobs)
-    msgs = [tb.make_contrib(0, 1, 0, w, [0x3F800000, w], dtype=1) for w in (0, 1)]
+    msgs = [make_contrib(0, 1, 0, w, [0x3F800000, w], dtype=1) for w in (0, 1)]
     for i, m in enumerate(msgs):
         sb.expect(i, m)
     return params, jobs, sb, msgs
@@ -91,7 +83,7 @@ def _scoreboard_with_round():
 
 def test_scoreboard_accepts_the_models_own_outputs():
     params, jobs, sb, msgs = _scoreboard_with_round()
-    ref = tb.Switch(params, jobs)
+    ref = Switch(params, jobs)
     outs = [ref.receive(m) for m in msgs]
     for i, o in enumerate(outs):
         sb.verdict(i, o.verdict)
@@ -103,10 +95,10 @@ def test_scoreboard_accepts_the_models_own_outputs():
 
 def test_scoreboard_catches_errors():
     params, jobs, sb, msgs = _scoreboard_with_round()
-    ref = tb.Switch(params, jobs)
+    ref = Switch(params, jobs)
     outs = [ref.receive(m) for m in msgs]
     with pytest.raises(tb.BenchError, match="verdict DUPLICATE, expected ACCEPT"):
-        sb.verdict(0, tb.Verdict.DUPLICATE)
+        sb.verdict(0, Verdict.DUPLICATE)
     sb.verdict(1, 0)
     good = outs[1].results[0].pack()
     bad = good[:-1] + bytes([good[-1] ^ 1])                 # one bit of one element
@@ -125,7 +117,7 @@ def test_scoreboard_catches_errors():
 
 def test_result_from_the_wrong_message_is_caught():
     params, jobs, sb, msgs = _scoreboard_with_round()
-    ref = tb.Switch(params, jobs)
+    ref = Switch(params, jobs)
     outs = [ref.receive(m) for m in msgs]
     with pytest.raises(tb.BenchError, match="message 0"):
         sb.result(0, outs[1].results[0].pack())

@@ -1,15 +1,20 @@
-"""NetaggCore in amaranth.sim against the golden model: verdicts in order,
-RESULT messages bit-exact per (job, slot, ver, worker) in order, counters."""
+"""NetaggCore in amaranth.sim (netagg.sim.drive) against the golden model
+(netagg.sim.reference): verdicts in order, RESULT messages bit-exact per
+(job, slot, ver, worker) in order, counters."""
+
+import dataclasses
 
 import numpy as np
 import pytest
-from core_tb import expected, per_key, run_core
 
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
+from netagg.sim.beats import message_to_beats
+from netagg.sim.drive import run_core
 from netagg.sim.message_model import make_contrib
+from netagg.sim.reference import expected, per_key
 from netagg.sim.traffic import random_traffic
-from netagg.wire import DType, Op
+from netagg.wire import DType, Op, Verdict
 
 CONFIGS = {
     "l4k16": (dict(lanes=4, elements=16, workers=3, slots=8, jobs=2),
@@ -33,21 +38,22 @@ def build(name):
 
 
 def check(params, jobs, messages, **kw):
-    ev, er, ec = expected(params, jobs, messages)
-    gv, gr, gc = run_core(params, jobs, messages, **kw)
-    assert gv == ev
-    assert per_key(gr) == per_key(er)
-    assert sorted(gr) == sorted(er)
-    stall = gc.pop("stall")
-    assert gc == ec
+    exp = expected(params, jobs, messages)
+    got = run_core(params, jobs, messages, **kw)
+    assert got.verdicts == exp.verdicts
+    assert per_key(got.results) == per_key(exp.results)
+    assert sorted(got.results) == sorted(exp.results)
+    counters = dict(got.counters)
+    stall = counters.pop("stall")
+    assert counters == exp.counters
     return stall
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_random_traffic(name):
+def test_random_traffic(name, seed):
     params, jobs = build(name)
-    msgs = random_traffic(params, jobs, 200, seed=hash(name) & 0xFFFF)
-    check(params, jobs, msgs, seed=3, gap=0.2, backpressure=0.4)
+    msgs = random_traffic(params, jobs, 200, seed=seed)
+    check(params, jobs, msgs, seed=seed, gap=0.2, backpressure=0.4)
 
 
 def test_back_to_back_same_slot_hazard():
@@ -79,11 +85,6 @@ def test_full_slot_lockstep_no_loss_under_backpressure():
 def test_beat_count_mismatch_never_touches_state():
     """A stream whose beat count disagrees with its (consistent) header and
     length is bad_length, and its beats never reach the accumulators."""
-    import dataclasses
-
-    from netagg.sim.beats import message_to_beats
-    from netagg.wire import Verdict
-
     params, jobs = build("l4k16")
     good = [make_contrib(0, 2, 0, w, list(range(1, 13)), dtype=DType.INT32, op=Op.SUM)
             for w in range(3)]
@@ -94,10 +95,10 @@ def test_beat_count_mismatch_never_touches_state():
     overlong = [dataclasses.replace(b, tag=1, last=False) for b in beats] + \
         [dataclasses.replace(extra, tag=1, last=True)]
     messages = [truncated, overlong] + good
-    gv, gr, gc = run_core(params, jobs, messages, gap=0.1, backpressure=0.3)
-    assert [v for v, _ in gv[:2]] == [Verdict.BAD_LENGTH, Verdict.BAD_LENGTH]
+    got = run_core(params, jobs, messages, gap=0.1, backpressure=0.3)
+    assert [v for v, _ in got.verdicts[:2]] == [Verdict.BAD_LENGTH, Verdict.BAD_LENGTH]
     # The good round is unaffected: the model never saw the bad streams.
-    ev, er, ec = expected(params, jobs, good)
-    assert [v for v, _ in gv[2:]] == [v for v, _ in ev]
-    assert sorted(p for p, _ in gr) == sorted(p for p, _ in er)
-    assert gc["drop_bad_length"] == 2 and gc["rx"] == 5
+    exp = expected(params, jobs, good)
+    assert [v for v, _ in got.verdicts[2:]] == [v for v, _ in exp.verdicts]
+    assert sorted(p for p, _ in got.results) == sorted(p for p, _ in exp.results)
+    assert got.counters["drop_bad_length"] == 2 and got.counters["rx"] == 5

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from netagg.hdl.fp import BF16, FP32, BF16ToFP32, FP32ToBF16, FPAdd, FPMinMax
 from netagg.sim import arith
+from netagg.sim.drive import simulate
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS
 from netagg.wire import DType, Op
 
@@ -79,11 +79,7 @@ def run_adder(dut, a, b, *, holds=0.0, seed=0):
                 k += 1
             await ctx.tick()
 
-    sim = Simulator(dut)
-    if lat:
-        sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb, clock=1e-8 if lat else None)
     got = np.array(out, dtype=np.uint64)
     return got[:, 0].astype(U32), got[:, 1].astype(bool), got[:, 2].astype(bool)
 
@@ -153,9 +149,7 @@ def comb(dut, in_names, inputs, out_names):
                 ctx.set(port, int(val))
             res.append(tuple(ctx.get(p) for p in outs))
 
-    sim = Simulator(dut)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb, clock=None)
     return np.array(res, dtype=np.uint64)
 
 

@@ -14,7 +14,6 @@ from netagg.frames import (
     AddressBook,
     Endpoint,
     build_frame,
-    build_result_frame,
     ipv4_checksum,
     parse,
 )
@@ -37,7 +36,7 @@ def checksum_ok(ip_header: bytes) -> bool:
 
 
 def test_build_fields():
-    f = build_result_frame(PAYLOAD, SW, W0)
+    f = build_frame(PAYLOAD, SW, W0)
     assert f[0:6] == W0.mac and f[6:12] == SW.mac and f[12:14] == b"\x08\x00"
     ip = f[14:34]
     assert ip[0] == 0x45 and ip[1] == 0
@@ -122,6 +121,10 @@ def test_accepted_variants():
     assert parse(GOOD, PORT + 1) is None
     other = build_frame(PAYLOAD, W0, Endpoint(SW.mac, SW.ip, 9999))
     assert parse(other, 9999).payload == PAYLOAD
+    # port None: any destination port (a RESULT frame to a worker's port)
+    result = parse(build_frame(PAYLOAD, SW, W0), None)
+    assert (result.payload, result.src, result.dst) == (PAYLOAD, SW, W0)
+    assert parse(IGNORED[next(iter(IGNORED))], None) is None
     # An empty UDP payload is a (malformed) netagg message, not ignored.
     assert parse(build_frame(b"", W0, SW), PORT).payload == b""
 

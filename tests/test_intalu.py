@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from netagg.hdl.intalu import IntAdd, IntMinMax
 from netagg.sim import arith
+from netagg.sim.drive import simulate
 from netagg.sim.specials import INT32_SPECIALS
 from netagg.wire import DType, Op
 
@@ -37,9 +37,7 @@ def comb(dut, names, inputs, out_names):
                 ctx.set(getattr(dut, n), int(v))
             res.append(tuple(ctx.get(getattr(dut, n)) for n in out_names))
 
-    sim = Simulator(dut)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb, clock=None)
     return np.array(res, dtype=np.uint64)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from netagg.hdl.lane import Lane
 from netagg.sim import arith
+from netagg.sim.drive import simulate
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
 from netagg.wire import DType, Op
 
@@ -90,10 +90,7 @@ def run_lane(dut, beats, *, gaps=0.0, stalls=0.0, seed=0):
             cycle += 1
             assert cycle < 20 * len(beats) + 100, "lane stopped"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb)
     return out, t_in, t_out
 
 

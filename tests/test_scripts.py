@@ -399,3 +399,36 @@ def test_traffic_cli_text_and_custom(capsys):
     with pytest.raises(SystemExit) as e:
         tm.main(["--G", "0"])
     assert e.value.code == 2
+
+
+# ============================================================== core bench
+
+
+def test_bench_core_counts_what_the_model_counts(tmp_path, capsys):
+    """scripts/bench_core.py on a tiny core: every pattern's beats, rounds and
+    latency samples are those of its workload (the golden model's count of
+    completed rounds), and the JSON is what it printed."""
+    from netagg.params import Params
+    from netagg.sim.beats import message_to_beats
+    from netagg.sim.reference import expected
+    from netagg.sim.traffic import saturation_patterns, single_job
+
+    bench = _load("bench_core")
+    args = dict(lanes=2, elements=4, workers=2, slots=4, rounds=2, window=2)
+    out = tmp_path / "bench.json"
+    argv = [a for k, v in args.items() for a in (f"--{k}", str(v))] + ["--json", str(out)]
+    assert bench.main(argv) == 0
+    report = json.loads(out.read_text())
+    params = Params(lanes=2, elements=4, workers=2, slots=4, jobs=1, dtypes=("fp32",),
+                    ops=("sum",))
+    assert report["params"] == params.to_dict()
+    for name, msgs in saturation_patterns(params, 2, 2, 2).items():
+        got = report["patterns"][name]
+        rounds = expected(params, single_job(params, 2), msgs).counters["results"]
+        assert rounds == len(msgs) // 2
+        assert got["results"] == rounds and got["messages"] == len(msgs)
+        assert got["beats"] == sum(len(message_to_beats(m, 2)) for m in msgs)
+        assert 0 < got["beats_per_cycle"] <= 1
+        assert got["latency_cycles_min"] <= got["latency_cycles_max"]
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in report["patterns"])

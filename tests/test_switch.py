@@ -5,6 +5,7 @@ set-based transcription of the pseudo-code."""
 
 from __future__ import annotations
 
+import random
 import struct
 
 import numpy as np
@@ -18,6 +19,7 @@ from netagg.payload import Message
 from netagg.sim import arith
 from netagg.sim.message_model import Switch, make_contrib
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
+from netagg.sim.traffic import Traffic
 from netagg.wire import COUNTERS, STATUS_NAN, STATUS_OVERFLOW, DType, Header, MsgType, Op, Verdict
 
 FP32, BF16, INT32 = DType.FP32, DType.BF16, DType.INT32
@@ -455,8 +457,34 @@ def test_bf16_modes_differ_in_rounding():
     assert round_status([[one], [tiny], [tiny]], dtype=BF16, params=p16)[0] == [0x3F80]
 
 
-def test_counters_have_every_name():
-    assert set(switch().counters) == set(COUNTERS)
+def test_every_counter_counts_its_own_event(seed):
+    """Message by message: a drop adds one to ``rx`` and to its verdict's
+    counter only; a new contribution adds to ``rx`` and, when it completes
+    a round, one to ``results`` and W to ``tx``; a retransmission one to
+    ``retransmit`` and ``tx``. Over every kind of message, every counter of
+    protocol.md moves."""
+    sw = switch()
+    tm = Traffic(P, sw.jobs, random.Random(seed))
+    job = sw.jobs[0]
+    round0 = tm.round(job, 0)
+    cases = [(v, m) for v, m in tm.malformed()] + tm.mismatches(job, 1)
+    cases += [(Verdict.ACCEPT, m) for m in round0] + [(Verdict.RETRANSMIT, round0[0])]
+    moved = set()
+    for want, m in cases:
+        before = dict(sw.counters)
+        out = sw.receive(m)
+        assert out.verdict == want
+        delta = {k: sw.counters[k] - before[k] for k in sw.counters if sw.counters[k] != before[k]}
+        if want.counter is not None:
+            assert delta == {"rx": 1, want.counter: 1}
+        elif want == Verdict.RETRANSMIT:
+            assert delta == {"rx": 1, "retransmit": 1, "tx": 1}
+        elif out.results:
+            assert delta == {"rx": 1, "results": 1, "tx": job.workers}
+        else:
+            assert delta == {"rx": 1}
+        moved |= set(delta)
+    assert moved == set(COUNTERS) and set(sw.counters) == set(COUNTERS)
 
 
 def test_job_list_is_validated_against_params():

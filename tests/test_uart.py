@@ -8,9 +8,9 @@ import random
 
 import pytest
 from amaranth.hdl import Module
-from amaranth.sim import Simulator
 
 from netagg.boards.uart import UARTRx, UARTTx, divisor_for
+from netagg.sim.drive import send, simulate
 
 
 def test_divisor_for():
@@ -32,14 +32,8 @@ def test_loopback(div):
     m.d.comb += rx.rx.eq(tx.tx)
     got = []
 
-    async def send(ctx):
-        for b in data:
-            for _ in range(rng.randrange(3)):
-                await ctx.tick()
-            ctx.set(tx.i.payload, b)
-            ctx.set(tx.i.valid, 1)
-            await ctx.tick().until(tx.i.ready)
-            ctx.set(tx.i.valid, 0)
+    async def feed(ctx):
+        await send(ctx, tx.i, data, idle=lambda: rng.randrange(3))
 
     async def recv(ctx):
         ctx.set(rx.o.ready, 1)
@@ -50,11 +44,7 @@ def test_loopback(div):
             if valid:
                 got.append(b)
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(send, background=True)
-    sim.add_testbench(recv)
-    sim.run()
+    simulate(m, recv, background=[feed])
     assert got == data
 
 
@@ -72,10 +62,7 @@ def test_tx_line_format():
             line.append(ctx.get(dut.tx))
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb)
     bits = [line[div // 2 + k * div] for k in range(10)]
     assert bits == [0] + [(0xA5 >> i) & 1 for i in range(8)] + [1]
     assert line[-1] == 1
@@ -95,8 +82,5 @@ def test_frame_error_drops_byte():
                 flags["fe"] |= ctx.get(dut.frame_error)
                 flags["valid"] |= ctx.get(dut.o.valid)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    simulate(dut, tb)
     assert flags == {"fe": 1, "valid": 0}

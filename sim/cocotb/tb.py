@@ -13,15 +13,12 @@ Message ``i`` (counted from reset) carries tag ``i mod 2**16``; verdicts must
 come back in order with the right tag, and a RESULT's tag is unwrapped to
 the most recent message number with that tag.
 
-:class:`Scoreboard` is the reference: the golden model
-(:class:`netagg.sim.message_model.Switch`) fed in arrival order gives each
-message's verdict and the RESULTs it causes; RESULTs are compared bit-exact,
+:class:`Scoreboard` checks against :class:`netagg.sim.reference.Expectation`
+(the golden model fed in arrival order), which gives each message's verdict
+and the RESULTs it causes; RESULTs are compared bit-exact,
 with their causing message, in order per (job, slot, ver, worker); the
 counters are compared at the end, and nothing expected may be left over.
-
-:class:`Traffic` generates workloads: rounds over several jobs, dtypes and
-ops, lockstep workers, lost results and retransmissions, duplicates, every
-kind of malformed message, special float values.
+The workloads come from :mod:`netagg.sim.traffic`.
 """
 
 from __future__ import annotations
@@ -34,15 +31,13 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from netagg import regmap
-from netagg.jobs import Job, JobTable
+from netagg.jobs import JobTable
 from netagg.params import Params
 from netagg.sim import beats as beatcodec
-from netagg.sim.message_model import Switch, make_contrib
-from netagg.sim.traffic import random_values
-from netagg.wire import COUNTERS, HEADER_BYTES, DType, Header, MsgType, Op, Verdict
+from netagg.sim.reference import TAG_MOD, Expectation
+from netagg.wire import COUNTERS, HEADER_BYTES, DType, Header, MsgType, Verdict
 
 PERIOD_NS = 10
-TAG_MOD = 1 << beatcodec.TAG_BITS
 
 
 class BenchError(AssertionError):
@@ -195,7 +190,7 @@ class Scoreboard:
     """The golden model as reference (see the module docstring)."""
 
     def __init__(self, params: Params, jobs: JobTable):
-        self.switch = Switch(params, jobs)
+        self.reference = Expectation(params, jobs)
         self.verdicts: dict[int, Verdict] = {}
         self.payloads: dict[int, bytes] = {}
         self.pending: dict[tuple, deque] = defaultdict(deque)
@@ -204,7 +199,7 @@ class Scoreboard:
 
     def expect(self, index: int, payload: bytes) -> None:
         """Message ``index`` arrives (call in arrival order)."""
-        outcome = self.switch.receive(payload)
+        outcome = self.reference.add(payload, index)
         self.verdicts[index] = outcome.verdict
         self.payloads[index] = payload
         self.coverage[outcome.verdict] += 1
@@ -247,8 +242,8 @@ class Scoreboard:
             raise BenchError(f"{sum(left.values())} RESULTs never sent, e.g. for {k}: "
                              f"message {q[0][0]}: {describe(q[0][1])}")
         if counters is not None:
-            diff = {n: (counters[n], self.switch.counters[n]) for n in COUNTERS
-                    if counters[n] != self.switch.counters[n]}
+            model = self.reference.counters
+            diff = {n: (counters[n], model[n]) for n in COUNTERS if counters[n] != model[n]}
             if diff:
                 raise BenchError(f"counters (core, model) differ: {diff}")
 
@@ -440,245 +435,3 @@ class TB:
         await self.tick()
         d.i__valid.value = 0
         return RunResult(verdicts, results, driver.first_cycle, egress.last_cycle, self.cycle)
-
-
-# -- traffic ----------------------------------------------------------------
-
-def regression_jobs(params: Params) -> JobTable:
-    """A job table exercising several W and slot ranges: up to three
-    enabled jobs with W_max, 3 (or fewer) and 1 workers, and one listed
-    but disabled job if J allows; the rest unlisted."""
-    S, W = params.slots, params.workers
-    plan = [(W, max(1, S * 3 // 8)), (min(3, W), max(1, S // 4)), (1, max(1, S // 8))]
-    jobs, base = [], 0
-    for jid, (w, n) in enumerate(plan[:params.jobs]):
-        if base + n > S:
-            break
-        jobs.append(Job(jid, w, base, n))
-        base += n + (1 if base + n + 1 <= S else 0)       # leave a hole
-    if len(jobs) < params.jobs:
-        jobs.append(Job(len(jobs), 1, 0, 1, enabled=False))  # overlaps, but disabled
-    return JobTable(jobs, params)
-
-
-class Traffic:
-    """Workload generators; every method returns a list of UDP payloads.
-
-    Rounds per (job, slot) alternate ``ver`` as SwitchML workers do.
-    """
-
-    def __init__(self, params: Params, jobs: JobTable, rng: random.Random):
-        self.params, self.jobs, self.rng = params, jobs, rng
-        self.enabled = [j for j in jobs if j.enabled]
-        self.dtypes = [DType.from_name(n) for n in params.dtypes]
-        self.ops = [Op.from_name(n) for n in params.ops]
-        self.K = params.elements
-        self._rounds: Counter = Counter()
-
-    # -- values --
-
-    def values(self, dtype: int, count: int, specials: float = 0.05) -> list[int]:
-        return random_values(self.rng, DType(dtype), count, specials)
-
-    def count(self) -> int:
-        r, K, L = self.rng, self.K, self.params.lanes
-        return r.choice((K, 1, r.randint(1, K), r.randint(1, K), max(1, K - r.randint(0, L))))
-
-    # -- rounds --
-
-    def round(self, job: Job, slot: int, *, dtype=None, op=None, count=None, offset=None,
-              workers=None, specials: float = 0.05, ver=None) -> list[bytes]:
-        """One round's CONTRIBs of ``workers`` (default all), in random order."""
-        r = self.rng
-        if ver is None:
-            ver = self._rounds[(job.id, slot)] % 2
-            self._rounds[(job.id, slot)] += 1
-        dtype = r.choice(self.dtypes) if dtype is None else dtype
-        op = r.choice(self.ops) if op is None else op
-        count = self.count() if count is None else count
-        offset = r.getrandbits(32) if offset is None else offset
-        workers = list(range(job.workers)) if workers is None else list(workers)
-        r.shuffle(workers)
-        return [make_contrib(job.id, slot, ver, w, self.values(dtype, count, specials),
-                             dtype=dtype, op=op, offset=offset) for w in workers]
-
-    def merge(self, streams: list[list[bytes]]) -> list[bytes]:
-        """Interleave lists at random, keeping each list's order."""
-        streams = [deque(s) for s in streams if s]
-        out = []
-        while streams:
-            s = self.rng.choice(streams)
-            out.append(s.popleft())
-            if not s:
-                streams.remove(s)
-        return out
-
-    def wave(self, nrounds: int, **kw) -> list[list[bytes]]:
-        """Rounds on distinct (job, slot) pairs."""
-        pairs = [(j, s) for j in self.enabled for s in range(j.slots)]
-        picks = self.rng.sample(pairs, min(nrounds, len(pairs)))
-        return [self.round(j, s, **kw) for j, s in picks]
-
-    def random_mix(self, waves: int, per_wave: int = 6, **kw) -> list[bytes]:
-        """Waves of interleaved rounds over every job, dtype and op."""
-        out = []
-        for _ in range(waves):
-            out += self.merge(self.wave(per_wave, **kw))
-        return out
-
-    def lockstep(self, job: Job, passes: int = 2, *, window: int | None = None,
-                 dtype=None, op=None, count=None) -> list[bytes]:
-        """Each worker streams its window of the job's slots (default all)
-        in order, ``passes`` times; workers in near lockstep, so consecutive
-        messages mostly hit the same slot."""
-        r = self.rng
-        window = job.slots if window is None else min(window, job.slots)
-        keyed = []
-        for p in range(passes):
-            dt = r.choice(self.dtypes) if dtype is None else dtype
-            o = r.choice(self.ops) if op is None else op
-            for s in range(window):
-                msgs = self.round(job, s, dtype=dt, op=o, count=self.K if count is None else count)
-                for m in msgs:
-                    w = int.from_bytes(m[6:8], "big")
-                    keyed.append(((p * window + s) + r.random() * 1.2, w, m))
-        keyed.sort(key=lambda t: (t[0], t[1]))
-        return [m for *_, m in keyed]
-
-    def lossy(self, rounds: int, *, resend: float = 0.3, dup: float = 0.15) -> list[bytes]:
-        """Rounds with lost RESULTs and duplicates, over a few slots reused
-        with alternating ``ver``: a worker resends its CONTRIB before the
-        round completed (duplicate), after (retransmission, possibly after
-        others have started the slot's next round) or much later (by then a
-        new contribution)."""
-        r = self.rng
-        pairs = [(j, s) for j in self.enabled for s in range(min(j.slots, 3))]
-        out: list[bytes] = []
-        late: list[bytes] = []
-        for _ in range(rounds):
-            j, s = r.choice(pairs)
-            msgs = self.round(j, s)
-            seq = []
-            for i, m in enumerate(msgs):
-                seq.append(m)
-                if r.random() < dup and i + 1 < len(msgs):
-                    seq.append(r.choice(msgs[:i + 1]))           # duplicate
-            for m in msgs:
-                if r.random() < resend:
-                    (late if r.random() < 0.3 else seq).append(m)  # lost RESULT
-            out += seq
-            if late and r.random() < 0.5:
-                out.append(late.pop(0))
-        return out + late
-
-    # -- malformed messages --
-
-    def malformed(self) -> list[tuple[Verdict, bytes]]:
-        """One message per kind of malformation, with the verdict each must get."""
-        r, K, p = self.rng, self.K, self.params
-        j = self.enabled[0]
-        dt = self.dtypes[0]
-        op = self.ops[0]
-
-        def good(**kw):
-            kw.setdefault("dtype", dt)
-            kw.setdefault("op", op)
-            count = kw.pop("n", r.randint(1, K))
-            vals = kw.pop("vals", None)
-            if vals is None:
-                vals = self.values(kw["dtype"], count, 0)
-            return make_contrib(kw.pop("job", j.id), kw.pop("slot", r.randrange(j.slots)),
-                                kw.pop("ver", r.getrandbits(1)),
-                                kw.pop("worker", r.randrange(j.workers)), vals, **kw)
-
-        size = DType(dt).size
-        cases = [
-            (Verdict.BAD_HEADER, good(version=0)),
-            (Verdict.BAD_HEADER, good(version=2)),
-            (Verdict.BAD_HEADER, good(version=15)),
-            (Verdict.BAD_HEADER, good(type=MsgType.RESULT)),
-            (Verdict.BAD_HEADER, good(type=7)),
-            (Verdict.BAD_HEADER, good(reserved=1)),
-            (Verdict.BAD_HEADER, good(reserved=0x40)),
-            (Verdict.BAD_HEADER, good(status=1)),
-            (Verdict.BAD_HEADER, good(status=0x8000)),
-            (Verdict.BAD_HEADER, good(dtype=3, vals=[1, 2])),
-            (Verdict.BAD_HEADER, good(dtype=15, vals=[1])),
-            (Verdict.BAD_HEADER, good(op=3)),
-            (Verdict.BAD_HEADER, good(op=15)),
-            (Verdict.BAD_LENGTH, good(vals=[], count=0)),
-            (Verdict.BAD_LENGTH, good(n=K + 1)),
-            (Verdict.BAD_LENGTH, good(n=min(K + p.lanes + 3, 0xFFFF))),
-            (Verdict.BAD_LENGTH, good(n=3, count=4)),               # one element short
-            (Verdict.BAD_LENGTH, good(n=K, count=K - 1)),           # one element long
-            (Verdict.BAD_LENGTH, good(n=2) + b"\x00"),              # an odd byte more
-            (Verdict.BAD_LENGTH, good(n=2)[:-1]),                   # a byte short
-            (Verdict.BAD_LENGTH, good(n=1, count=0xFFFF)),
-            (Verdict.BAD_LENGTH, good(n=K)[:HEADER_BYTES + size * (K // 2)]),  # truncated
-            (Verdict.BAD_LENGTH, good(n=K) + bytes(size * 3 * p.lanes)),       # overlong
-            (Verdict.BAD_LENGTH, b""),
-            (Verdict.BAD_LENGTH, good(n=1)[:1]),
-            (Verdict.BAD_LENGTH, good(n=1)[:10]),
-            (Verdict.BAD_LENGTH, good(n=1)[:HEADER_BYTES - 1]),
-            (Verdict.BAD_LENGTH, good(n=1)[:HEADER_BYTES]),
-            (Verdict.BAD_JOB, good(job=p.jobs)),
-            (Verdict.BAD_JOB, good(job=255)),
-            (Verdict.BAD_SLOT, good(slot=j.slots)),
-            (Verdict.BAD_SLOT, good(slot=0xFFFF)),
-            (Verdict.BAD_WORKER, good(worker=j.workers)),
-            (Verdict.BAD_WORKER, good(worker=0xFFFF)),
-        ]
-        if DType.BF16 in self.dtypes and DType.INT32 in self.dtypes:
-            # element size follows the header's dtype: right for one, wrong for the other
-            m = good(dtype=DType.BF16, n=4)
-            cases.append((Verdict.BAD_LENGTH, m[:3] + bytes([DType.INT32 << 4 | op]) + m[4:]))
-        missing = [d for d in DType if d not in self.dtypes]
-        if missing:
-            cases.append((Verdict.BAD_HEADER, good(dtype=missing[0], n=2)))
-        missing = [o for o in Op if o not in self.ops]
-        if missing:
-            cases.append((Verdict.BAD_HEADER, good(op=missing[0])))
-        unlisted = [i for i in range(p.jobs) if i not in self.jobs]
-        disabled = [job.id for job in self.jobs if not job.enabled]
-        for i in unlisted[:1] + disabled[:1]:
-            cases.append((Verdict.BAD_JOB, good(job=i, slot=0, worker=0)))
-        # bad header beats bad length beats bad job beats bad slot beats bad worker
-        cases += [
-            (Verdict.BAD_HEADER, good(version=2, vals=[], count=0)),
-            (Verdict.BAD_HEADER, good(status=3, job=255)),
-            (Verdict.BAD_LENGTH, good(n=K + 1, job=255)),
-            (Verdict.BAD_JOB, good(job=255, slot=0xFFFF, worker=0xFFFF)),
-            (Verdict.BAD_SLOT, good(slot=0xFFFF, worker=0xFFFF)),
-        ]
-        return cases
-
-    def mismatches(self, job: Job, slot: int) -> list[tuple[Verdict, bytes]]:
-        """An open round of ``job``'s ``slot``, contributions whose metadata
-        differs (dtype, op, count, offset): each a mismatch, a duplicate,
-        then the round's other contributions."""
-        if job.workers < 2:
-            raise ValueError("a mismatch needs a job with two workers or more")
-        r = self.rng
-        ver = self._rounds[(job.id, slot)] % 2
-        self._rounds[(job.id, slot)] += 1
-        dt, op = self.dtypes[0], self.ops[0]
-        count = r.randint(2, self.K)
-        first = make_contrib(job.id, slot, ver, 0, self.values(dt, count), dtype=dt, op=op,
-                             offset=7)
-        out = [(Verdict.ACCEPT, first)]
-        variants = [dict(offset=8), dict(count=count - 1)]
-        if len(self.ops) > 1:
-            variants.append(dict(op=self.ops[1]))
-        if len(self.dtypes) > 1:
-            variants.append(dict(dtype=self.dtypes[1]))
-        for v in variants:
-            d = v.get("dtype", dt)
-            n = v.get("count", count)
-            out.append((Verdict.MISMATCH, make_contrib(
-                job.id, slot, ver, 1, self.values(d, n), dtype=d, op=v.get("op", op),
-                offset=v.get("offset", 7))))
-        out.append((Verdict.DUPLICATE, first))
-        for w in range(1, job.workers):            # then the round completes
-            out.append((Verdict.ACCEPT, make_contrib(job.id, slot, ver, w, self.values(dt, count),
-                                                     dtype=dt, op=op, offset=7)))
-        return out

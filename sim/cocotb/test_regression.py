@@ -4,7 +4,7 @@
 The build parameters come from ``$NETAGG_TB_PARAMS`` (the same dict the
 Verilog was generated from); ``$NETAGG_TB_SEED`` (default 1) seeds the
 traffic. Every test resets the core, writes the job table of
-:func:`netagg.sim.cocotb.tb.regression_jobs`, runs its traffic against the
+:func:`netagg.sim.traffic.regression_jobs`, runs its traffic against the
 golden-model scoreboard (verdicts in order, RESULTs bit-exact per (job,
 slot, ver, worker), counters) and checks that nothing expected is left.
 """
@@ -19,8 +19,9 @@ import zlib
 import cocotb
 
 from netagg.params import Params
-from netagg.sim.cocotb.tb import TB, BenchError, Scoreboard, Traffic, regression_jobs
+from netagg.sim.cocotb.tb import TB, BenchError, Scoreboard
 from netagg.sim.harness import ENV_PARAMS
+from netagg.sim.traffic import Traffic, regression_jobs
 from netagg.wire import DType, Op, Verdict
 
 
@@ -55,7 +56,7 @@ async def random_traffic(dut):
     _, jobs, tb, tm = _setup(dut, "random_traffic")
     msgs = tm.random_mix(waves=3, per_wave=4)
     await _run(tb, jobs, msgs, gap=0.2, beat_gap=0.1, backpressure=0.3)
-    if tb.scoreboard.switch.counters["results"] == 0:
+    if tb.scoreboard.reference.counters["results"] == 0:
         raise BenchError("the traffic completed no round")
 
 
@@ -71,7 +72,7 @@ async def lockstep(dut):
     msgs += tm.lockstep(small, passes=3, window=max(1, 12 // small.workers),
                         count=params.lanes)
     _, counters = await _run(tb, jobs, msgs)
-    if tb.scoreboard.switch.counters["results"] == 0:
+    if tb.scoreboard.reference.counters["results"] == 0:
         raise BenchError("the traffic completed no round")
     if counters["stall"] == 0:
         raise BenchError("back-to-back one-beat messages to one slot caused no stall")
@@ -146,5 +147,5 @@ async def special_values(dut):
     await _run(tb, jobs, msgs, gap=0.1, backpressure=0.2)
     if not any(DType(d) in (DType.FP32, DType.BF16) for d in tm.dtypes) or Op.SUM not in tm.ops:
         return
-    if tb.scoreboard.switch.counters["results"] == 0:
+    if tb.scoreboard.reference.counters["results"] == 0:
         raise BenchError("no round completed")

@@ -1,0 +1,94 @@
+"""The boards netagg builds for, one record each (docs/boards.md): platform,
+top, LEDs and defaults. ``netagg build --board`` offers exactly these names.
+
+Importing this module imports no Amaranth: the platform and the top are
+named ``"module:attribute"`` and loaded by :meth:`Board.platform` and
+:meth:`Board.make_top`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+OOC_ECP5 = "ooc-ecp5"
+
+
+def _load(ref: str):
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Board:
+    """One board.
+
+    ``kind``: ``"bridge"`` (the UART bridge: a host drives the core over
+    the serial port, ``netagg uart``), ``"selftest"`` (the on-chip
+    self-test, no host link) or ``"core"`` (the bare core out of context,
+    no board, no bitstream). ``leds``: the platform resources
+    ``(name, number)`` the top drives, in the order the top defines
+    (``None``: the board has no LED for that signal). ``fp_stages``: the
+    adder pipeline when the build does not give one (None: the lanes'
+    default).
+    """
+
+    name: str
+    family: str                      # "ecp5" or "ice40"
+    device: str                      # for the report
+    kind: str
+    platform_ref: str | None = None  # amaranth_boards class, "module:Class"
+    top_ref: str | None = None       # board top class, "module:Class"
+    leds: tuple = ()
+    fp_stages: int | None = None
+    baud: int = 115200               # the bridge's default UART rate
+
+    @property
+    def ooc(self) -> bool:
+        """The bare core out of context (no top, no bitstream)."""
+        return self.kind == "core"
+
+    def platform(self):
+        """A new Amaranth platform object of the board."""
+        if self.platform_ref is None:
+            raise ValueError(f"{self.name} has no board platform (out-of-context build)")
+        return _load(self.platform_ref)()
+
+    def make_top(self, params, *, fp_stages=None, jobs=None, baud: int | None = None):
+        """The board's top for ``params``: ``jobs`` is loaded into the job
+        table at reset (bridge boards only), ``baud`` the UART rate."""
+        if self.top_ref is None:
+            raise ValueError(f"{self.name} has no board top (out-of-context build)")
+        cls = _load(self.top_ref)
+        if self.kind == "selftest":
+            if jobs is not None:
+                raise ValueError(f"the {self.name} self-test uses its own job table")
+            return cls(params, fp_stages=fp_stages, led=self.leds[0])
+        return cls(params, fp_stages=fp_stages, jobs=jobs,
+                   baud=self.baud if baud is None else baud, leds=self.leds)
+
+
+BOARDS: dict[str, Board] = {b.name: b for b in (
+    Board("ulx3s", "ecp5", "LFE5U-85F-6 CABGA381", "bridge",
+          "amaranth_boards.ulx3s:ULX3S_85F_Platform", "netagg.boards.tops:BridgeTop",
+          leds=(("led", 0), ("led", 1), ("led", 2))),
+    Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256", "selftest",
+          "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
+          "netagg.boards.tops:SelfTestTop", leds=(("led", 0),)),
+    Board("icebreaker", "ice40", "iCE40UP5K-SG48", "bridge",
+          "amaranth_boards.icebreaker:ICEBreakerPlatform", "netagg.boards.tops:BridgeTop",
+          leds=(("led_g", 0), None, ("led_r", 0)),
+          fp_stages=0),   # 12 MHz: no adder pipeline needed, fewer cells
+    Board(OOC_ECP5, "ecp5", "LFE5U-85F-6 CABGA381 (out of context)", "core"),
+)}
+"""Every board, by name (the ``--board`` choices, in this order)."""
+
+NAMES = tuple(BOARDS)
+
+
+def get(name: str) -> Board:
+    """The board called ``name``; ValueError naming the choices if none is."""
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise ValueError(f"unknown board {name!r} (choose from {', '.join(NAMES)})") from None
