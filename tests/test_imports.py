@@ -6,7 +6,8 @@ included, is an edge between top-level parts:
 - ``contracts``: the pure-Python modules under ``netagg/`` (wire, payload,
   regmap, uartlink, frames, pcap, jobs, params, the package itself);
 - ``cli``: ``netagg.cli`` and ``netagg.__main__``;
-- ``hdl``, ``sim``, ``boards``, ``host``: ``netagg.hdl`` ... ``netagg.host``.
+- ``hdl``, ``sim``, ``boards``, ``host``: ``netagg.hdl`` ... ``netagg.host``;
+  ``netagg.torch`` (the public name of :mod:`netagg.host.torch`) is ``host``.
 
 It fails on a cycle between parts, on an edge the layout does not allow
 (contracts <- hdl <- sim <- boards; host may import contracts and sim; the
@@ -27,7 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 PARTS = {"netagg.cli": "cli", "netagg.__main__": "cli", "netagg.hdl": "hdl",
-         "netagg.sim": "sim", "netagg.boards": "boards", "netagg.host": "host"}
+         "netagg.sim": "sim", "netagg.boards": "boards", "netagg.host": "host",
+         "netagg.torch": "host"}
 ALLOWED = {
     "contracts": set(),
     "hdl": {"contracts"},
