@@ -180,7 +180,6 @@ def test_bridge_build_time_jobs_bf16_counters_and_bad_frames():
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
 def test_uart_bridge_cocotb(tmp_path):
     """The UART pins of the board top's bridge logic (Verilog, Icarus)."""
-    pytest.importorskip("cocotb_test")
     from cocotb_test.simulator import run
 
     from netagg.boards.tops import write_bridge_verilog

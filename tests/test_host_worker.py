@@ -125,7 +125,7 @@ def test_fp32_minmax_exact(op):
 
 
 def test_bf16_uint16_and_ml_dtypes():
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes
     rng = np.random.default_rng(seed(4))
     W, n, size = 2, 2, 3 * K + 1
     xs = [rng.standard_normal(size).astype(ml_dtypes.bfloat16) for _ in range(W)]

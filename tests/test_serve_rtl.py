@@ -18,8 +18,6 @@ from netagg.params import Params
 from netagg.sim.frame_model import run_model_seq
 from netagg.sim.message_model import make_contrib
 
-pytest.importorskip("cocotb_test")
-
 P = Params(workers=2, slots=16, elements=8, lanes=4, jobs=1)
 
 

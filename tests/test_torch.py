@@ -11,16 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch  # the extra netagg[torch]: make setup and CI install it (no skip)
 from serve_util import jobs_of, raise_any, run_ranks, seed, serving
 
+import netagg.torch as nt
 from netagg.host import Worker
 from netagg.params import Params
 from netagg.sim import arith
 from netagg.wire import DType, Op
-
-torch = pytest.importorskip("torch")      # the extra netagg[torch]; CI installs it
-
-import netagg.torch as nt  # noqa: E402
 
 P = Params(workers=4, slots=16, elements=16, lanes=8, jobs=1)
 ROOT = Path(__file__).resolve().parent.parent
