@@ -43,11 +43,12 @@ BRIDGE_COUNTERS: tuple[str, ...] = ("bad_frame", "rx_overrun", "rx_frame_error",
 ETH_BASE = 0xD000
 ETH_PORT_STRIDE = 0x10
 ETH_COUNTERS: tuple[str, ...] = ("rx", "tx", "drop_fcs", "drop_runt", "drop_too_long",
-                                 "drop_overflow", "arp_replies", "icmp_replies")
+                                 "drop_overflow", "arp_replies", "icmp_replies", "ignored")
 """An Ethernet port's counters (docs/ethernet.md), readable at
 ``ETH_BASE + ETH_PORT_STRIDE * port + index``: frames received (every frame
-the MAC saw, dropped ones included) and sent, each drop reason, and the
-ARP and ICMP echo replies sent."""
+the MAC saw, dropped ones included) and sent, each drop reason, the ARP and
+ICMP echo replies sent, and the frames delivered that were neither netagg
+messages nor answered (their sum over the ports is the stats' ``ignored``)."""
 
 
 def eth_counter_name(port: int, name: str) -> str:

@@ -19,7 +19,8 @@ the SFD: the bytes with the FCS, on a port):
   netagg message goes to the core; else an ARP request for the switch's
   IPv4 address is answered on the same port (``arp_replies``); else an ICMP
   echo request to the switch's IPv4 address is answered on the same port
-  (``icmp_replies``); anything else counts as ``ignored``.
+  (``icmp_replies``); anything else counts as ``ignored`` (and as the
+  port's ``ignored``).
 * An accepted CONTRIB (verdict ACCEPT or RETRANSMIT) records the sender's
   endpoint (MAC, IPv4, UDP source port) and the ingress port for its (job,
   worker); every RESULT it causes goes, in the core's send order, to the
@@ -104,6 +105,7 @@ class FrontEnd:
             self.counters[port]["icmp_replies"] += 1
             return [(port, framing.build_echo_reply(echo, self.mac, self.ip))]
         self.ignored += 1
+        self.counters[port]["ignored"] += 1
         return []
 
     def _message(self, port: int, d: framing.Datagram) -> list[tuple[int, bytes]]:

@@ -49,3 +49,41 @@ BufferedByte = data.StructLayout({"data": unsigned(8), "last": unsigned(1),
                                   "length": unsigned(LENGTH_BITS)})
 """A byte of a whole buffered frame; ``length`` (bytes of the frame) is the
 same on all of its bytes."""
+
+Sender = data.StructLayout({"mac": unsigned(48), "ip": unsigned(32), "port": unsigned(16)})
+"""Where a frame came from (MAC, IPv4 address, UDP port), each the
+big-endian integer of its bytes."""
+
+
+def message_beat(lanes: int) -> data.StructLayout:
+    """A core ingress beat (``netagg.hdl.layouts.ingress_beat``) with the
+    sender of its message."""
+    from netagg.hdl import layouts
+    return data.StructLayout({"beat": layouts.ingress_beat(lanes), "sender": Sender})
+
+
+def result_beat(lanes: int) -> data.StructLayout:
+    """A core egress beat with the destination of its RESULT."""
+    from netagg.hdl import layouts
+    return data.StructLayout({"beat": layouts.egress_beat(lanes), "dst": Sender})
+
+
+class ReplyKind(enum.Enum, shape=1):
+    ARP = 0
+    ICMP = 1
+
+
+ReplyRequest = data.StructLayout({
+    "kind": ReplyKind,
+    "mac": unsigned(48),      # the asker: ARP sender hardware address, or Ethernet source
+    "ip": unsigned(32),       # ARP sender protocol address, or IPv4 source
+    "total": unsigned(16),    # ICMP: the request's IPv4 total length
+    "csum": unsigned(16),     # ICMP: the reply's ICMP checksum
+    "ident": unsigned(16),    # ICMP: identifier
+    "seq": unsigned(16),      # ICMP: sequence number
+})
+"""What the responder needs to answer a request; an ICMP reply's data are
+in the responder's memory (written through the parser's ``tee`` port)."""
+
+Learned = data.StructLayout({"sender": Sender, "port": unsigned(1)})
+"""An address-table entry: a worker's endpoint and ingress port."""
