@@ -1,0 +1,182 @@
+"""The Ethernet switch: P GMII ports around the netagg core."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from netagg import regmap
+from netagg.hdl.core import NetaggCore
+from netagg.hdl.eth.address_table import AddressTable
+from netagg.hdl.eth.arbiter import IngressArbiter, TxArbiter
+from netagg.hdl.eth.frame_buffer import FrameBuffer
+from netagg.hdl.eth.ip_rx import IpRx
+from netagg.hdl.eth.layouts import MAX_FRAME, GmiiRx, GmiiTx, ReplyKind, RxStatus
+from netagg.hdl.eth.mac_rx import MacRx
+from netagg.hdl.eth.mac_tx import MacTx
+from netagg.hdl.eth.responder import Responder
+from netagg.hdl.eth.result_tx import ResultFramer, ResultRouter
+from netagg.params import Params
+
+
+class EthernetSwitch(wiring.Component):
+    """netagg on Ethernet (docs/ethernet.md): ``ports`` GMII ports, each a
+    receive MAC, a receive frame buffer (whole-frame drop when full), a
+    parser, an ARP/ICMP responder, a RESULT framer with its transmit buffer
+    and a transmit MAC; one :class:`netagg.hdl.core.NetaggCore` behind a
+    message-by-message round-robin arbiter, the address table learnt from
+    its verdicts.
+
+    One clock domain (``sync``), the GMII byte clock and the core clock
+    alike (the board top moves the PHYs' receive clocks into it).
+
+    Parameters
+    ----------
+    params : Params
+    ports : int (1 or 2)
+    rx_depth : int
+        Bytes of each receive buffer (a power of two, at least 2048).
+    fp_stages : int or None
+        The core's floating-point adder pipeline depth.
+
+    Ports
+    -----
+    rx : In(GmiiRx) x ports, tx : Out(GmiiTx) x ports
+        The PHYs' GMII. A frame received on port p is answered (ARP, ICMP)
+        on port p; a RESULT leaves on the port its destination worker's
+        most recent accepted CONTRIB came in on.
+    ctrl_addr, ctrl_wdata, ctrl_we, ctrl_rdata : the register port
+        docs/core.md's (the core's job table and counters) and the ports'
+        counters at ``netagg.regmap.eth_counter_addr``; ``ctrl_rdata``
+        shows the register at the ``ctrl_addr`` of the previous cycle.
+    idle : Out(1)
+        The core is idle (docs/core.md).
+    """
+
+    def __init__(self, params: Params, *, ports: int = 2, rx_depth: int = 4096,
+                 fp_stages=None):
+        if not isinstance(params, Params):
+            raise TypeError(f"params must be a Params, not {params!r}")
+        if ports not in (1, 2):
+            raise ValueError(f"ports must be 1 or 2, not {ports!r}")
+        if not isinstance(rx_depth, int) or rx_depth < 2048 or rx_depth & (rx_depth - 1):
+            raise ValueError(f"rx_depth must be a power of two of at least 2048, "
+                             f"not {rx_depth!r}")
+        self._params, self._ports, self._rx_depth = params, ports, rx_depth
+        self._fp_stages = fp_stages
+        super().__init__({
+            "rx": In(GmiiRx).array(ports),
+            "tx": Out(GmiiTx).array(ports),
+            "ctrl_addr": In(16),
+            "ctrl_wdata": In(32),
+            "ctrl_we": In(1),
+            "ctrl_rdata": Out(32),
+            "idle": Out(1),
+        })
+
+    @property
+    def params(self) -> Params:
+        return self._params
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        P = self._ports
+        m.submodules.core = core = NetaggCore(p, fp_stages=self._fp_stages)
+        m.submodules.ingress = ingress = IngressArbiter(p, ports=P)
+        m.submodules.router = router = ResultRouter(p, ports=P)
+        m.submodules.table = table = AddressTable(p)
+        wiring.connect(m, ingress.o, core.i)
+        m.d.comb += [ingress.v.valid.eq(core.v.valid), ingress.v.payload.eq(core.v.payload),
+                     table.learn_valid.eq(ingress.learn_valid),
+                     table.learn_tag.eq(ingress.learn_tag),
+                     table.learn_en.eq(ingress.learn_en),
+                     table.learn_addr.eq(ingress.learn_addr),
+                     table.learn_data.eq(ingress.learn_data),
+                     table.lookup_valid.eq(router.lookup_valid),
+                     table.lookup_addr.eq(router.lookup_addr),
+                     table.lookup_tag.eq(router.lookup_tag),
+                     router.lookup_ready.eq(table.lookup_ready),
+                     router.lookup_data.eq(table.lookup_data),
+                     table.drain.eq(core.idle)]
+        wiring.connect(m, core.o, router.i)
+
+        counters = {}
+        for port in range(P):
+            mac_rx = MacRx(max_frame=MAX_FRAME)
+            rxbuf = FrameBuffer(depth=self._rx_depth, max_length=MAX_FRAME - 4,
+                                frames=32, strip=4, mode="drop")
+            parser = IpRx(p)
+            resp = Responder(p)
+            framer = ResultFramer(p)
+            txbuf = FrameBuffer(depth=2048, max_length=MAX_FRAME - 4, frames=16, mode="stall")
+            txarb = TxArbiter()
+            mac_tx = MacTx()
+            for name, sub in (("mac_rx", mac_rx), ("rxbuf", rxbuf), ("parser", parser),
+                              ("responder", resp), ("framer", framer), ("txbuf", txbuf),
+                              ("txarb", txarb), ("mac_tx", mac_tx)):
+                m.submodules[f"{name}{port}"] = sub
+            m.d.comb += [mac_rx.gmii.dv.eq(self.rx[port].dv), mac_rx.gmii.er.eq(self.rx[port].er),
+                         mac_rx.gmii.data.eq(self.rx[port].data),
+                         self.tx[port].en.eq(mac_tx.gmii.en), self.tx[port].er.eq(mac_tx.gmii.er),
+                         self.tx[port].data.eq(mac_tx.gmii.data)]
+            status = mac_rx.o.payload.status
+            m.d.comb += [rxbuf.w.valid.eq(mac_rx.o.valid),
+                         rxbuf.w.payload.data.eq(mac_rx.o.payload.data),
+                         rxbuf.w.payload.last.eq(mac_rx.o.payload.last),
+                         rxbuf.w.payload.drop.eq(status != RxStatus.OK)]
+            wiring.connect(m, rxbuf.r, parser.i)
+            wiring.connect(m, parser.o, ingress.i[port])
+            wiring.connect(m, parser.reply, resp.req)
+            m.d.comb += [parser.responder_busy.eq(resp.busy), resp.tee_en.eq(parser.tee_en),
+                         resp.tee_addr.eq(parser.tee_addr), resp.tee_data.eq(parser.tee_data)]
+            wiring.connect(m, router.o[port], framer.i)
+            m.d.comb += [txbuf.w.valid.eq(framer.o.valid),
+                         txbuf.w.payload.data.eq(framer.o.payload.data),
+                         txbuf.w.payload.last.eq(framer.o.payload.last),
+                         framer.o.ready.eq(txbuf.w.ready)]
+            m.d.comb += [txarb.i[0].valid.eq(txbuf.r.valid),
+                         txarb.i[0].payload.data.eq(txbuf.r.payload.data),
+                         txarb.i[0].payload.last.eq(txbuf.r.payload.last),
+                         txbuf.r.ready.eq(txarb.i[0].ready)]
+            wiring.connect(m, resp.o, txarb.i[1])
+            wiring.connect(m, txarb.o, mac_tx.i)
+
+            end = mac_rx.o.valid & mac_rx.o.payload.last
+            events = {
+                "rx": end,
+                "tx": txarb.sent,
+                "drop_fcs": end & (status == RxStatus.FCS),
+                "drop_runt": end & (status == RxStatus.RUNT),
+                "drop_too_long": end & (status == RxStatus.TOO_LONG),
+                "drop_overflow": rxbuf.overflow,
+                "arp_replies": resp.req.valid & resp.req.ready
+                & (resp.req.payload.kind == ReplyKind.ARP),
+                "icmp_replies": resp.req.valid & resp.req.ready
+                & (resp.req.payload.kind == ReplyKind.ICMP),
+                "ignored": parser.ignored,
+            }
+            assert set(events) == set(regmap.ETH_COUNTERS)
+            for name in regmap.ETH_COUNTERS:
+                c = Signal(32, name=f"eth{port}_{name}")
+                with m.If(events[name]):
+                    m.d.sync += c.eq(c + 1)
+                counters[regmap.eth_counter_addr(port, name)] = c
+
+        # Control port: the core's registers, and the front end's counters.
+        eth_rdata = Signal(32)
+        is_eth = Signal()
+        with m.Switch(self.ctrl_addr):
+            for addr, c in counters.items():
+                with m.Case(addr):
+                    m.d.sync += [eth_rdata.eq(c), is_eth.eq(1)]
+            with m.Default():
+                m.d.sync += is_eth.eq(0)
+        m.d.comb += [core.ctrl_addr.eq(self.ctrl_addr), core.ctrl_wdata.eq(self.ctrl_wdata),
+                     core.ctrl_we.eq(self.ctrl_we), self.idle.eq(core.idle)]
+        with m.If(is_eth):
+            m.d.comb += self.ctrl_rdata.eq(eth_rdata)
+        with m.Else():
+            m.d.comb += self.ctrl_rdata.eq(core.ctrl_rdata)
+        return m
