@@ -100,7 +100,7 @@ def run_cocotb(params: Params, env: dict, *, simulator="icarus", fp_stages=None,
 
 def run_frames(params: Params, jobs: JobTable, wires_by_port: list[list[bytes]], *,
                simulator="icarus", fp_stages=None, quiet=True, root=None,
-               quiet_cycles: int = 400) -> dict:
+               quiet_cycles: int = 4000) -> dict:
     """Send each port's wire frames (bytes after the SFD, FCS included) into
     the switch, all ports at once, back to back; returns ``{"frames":
     [(port, wire bytes, start cycle, er)], "counters": {...}, "cycles"}``."""

@@ -8,8 +8,9 @@ Input (JSON file named by ``$NETAGG_TB_IO``): ``{"jobs": JobTable dict,
 sent back to back with the minimum gap (12 bytes), all ports at once; build
 parameters from ``$NETAGG_TB_PARAMS``. The switch is reset, its job table
 written and read back; when every frame is sent and nothing has been
-transmitted for ``quiet`` cycles with the core idle, every core and
-front-end counter is read through the control port.
+transmitted for ``quiet`` cycles (default 4000: more than a buffered
+maximum-size frame takes to be parsed and answered) with the core idle,
+every core and front-end counter is read through the control port.
 
 Output (JSON file named by ``$NETAGG_TB_OUT``): ``{"frames": [[port, frame
 hex (after the SFD, FCS included), start cycle, error], ...] in the order
@@ -112,7 +113,7 @@ async def eth_run(dut):
         spec = json.load(f)
     jobs = JobTable.from_dict(spec["jobs"], params)
     ports = [[bytes.fromhex(x) for x in frames] for frames in spec["ports"]]
-    quiet_limit = int(spec.get("quiet", 400))
+    quiet_limit = int(spec.get("quiet", 4000))
     max_cycles = int(spec.get("max_cycles", 2_000_000))
     tb = Bench(dut, params, len(ports))
     out = []
