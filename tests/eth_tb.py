@@ -9,33 +9,34 @@ PREAMBLE = b"\x55" * 7 + b"\xd5"
 
 
 async def gmii_send(ctx, gmii, wire: bytes, *, gap: int = 12, er_at: int | None = None,
-                    preamble: bytes = PREAMBLE):
+                    preamble: bytes = PREAMBLE, domain: str = "sync"):
     """Drive one frame (``wire``: bytes after the SFD, FCS included) onto a
-    GMII receive port, then ``gap`` idle cycles."""
+    GMII receive port in clock domain ``domain``, then ``gap`` idle cycles."""
     for i, byte in enumerate(preamble + wire):
         ctx.set(gmii.dv, 1)
         ctx.set(gmii.data, byte)
         ctx.set(gmii.er, int(er_at is not None and i - len(preamble) == er_at))
-        await ctx.tick()
+        await ctx.tick(domain)
     ctx.set(gmii.dv, 0)
     ctx.set(gmii.er, 0)
     ctx.set(gmii.data, 0)
     for _ in range(gap):
-        await ctx.tick()
+        await ctx.tick(domain)
 
 
 class GmiiMonitor:
     """Collects the frames a GMII transmit port sends: ``frames`` holds
     (bytes after the SFD with FCS, gap before in cycles, any er)."""
 
-    def __init__(self, gmii):
+    def __init__(self, gmii, domain: str = "sync"):
         self.gmii = gmii
+        self.domain = domain
         self.frames: list[tuple[bytes, int | None, bool]] = []
         self.errors: list[str] = []
 
     async def run(self, ctx):
         cur, er, idle = None, False, None
-        async for _, _, en, er_bit, data in ctx.tick().sample(self.gmii.en, self.gmii.er,
+        async for _, _, en, er_bit, data in ctx.tick(self.domain).sample(self.gmii.en, self.gmii.er,
                                                                 self.gmii.data):
             if en:
                 if cur is None:

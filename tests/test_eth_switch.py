@@ -17,6 +17,7 @@ import os
 import random
 from collections import defaultdict
 
+from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 from eth_tb import GmiiMonitor, gmii_send
 
@@ -89,10 +90,21 @@ def split(frames_by_port):
     return dict(results), dict(replies)
 
 
-def run_switch(wires_by_port, *, max_cycles=400_000):
-    dut = EthernetSwitch(PARAMS, ports=2)
+def run_switch(wires_by_port, *, max_cycles=400_000, clocks=None):
+    """Run the switch; ``clocks`` ({domain: period}) puts the receive MACs
+    in ``rx0``, ``rx1`` and the transmit MACs in ``tx``."""
+    if clocks:
+        dut = EthernetSwitch(PARAMS, ports=2, rx_domains=["rx0", "rx1"], tx_domain="tx")
+        top = Module()
+        top.submodules.dut = dut
+        for name in ("rx0", "rx1", "tx"):
+            top.domains += ClockDomain(name)
+        rxd, txd = ["rx0", "rx1"], "tx"
+    else:
+        dut = top = EthernetSwitch(PARAMS, ports=2)
+        rxd, txd = ["sync", "sync"], "sync"
     jobs = JobTable.from_dict(JOBS, PARAMS)
-    mons = [GmiiMonitor(dut.tx[p]) for p in range(2)]
+    mons = [GmiiMonitor(dut.tx[p], txd) for p in range(2)]
     counters = {}
     state = {"sent": 0}
 
@@ -101,7 +113,7 @@ def run_switch(wires_by_port, *, max_cycles=400_000):
             for _ in range(PARAMS.slots + 40):
                 await ctx.tick()
             for w in wires_by_port[port]:
-                await gmii_send(ctx, dut.rx[port], w)
+                await gmii_send(ctx, dut.rx[port], w, domain=rxd[port])
             state["sent"] += 1
         return bench
 
@@ -127,8 +139,11 @@ def run_switch(wires_by_port, *, max_cycles=400_000):
             await ctx.tick()
             counters[name] = ctx.get(dut.ctrl_rdata)
 
-    sim = Simulator(dut)
-    sim.add_clock(8e-9)
+    sim = Simulator(top)
+    sim.add_clock((clocks or {}).get("sync", 8e-9))
+    for name, period in (clocks or {}).items():
+        if name != "sync":
+            sim.add_clock(period, domain=name)
     sim.add_testbench(control)
     for p in range(2):
         sim.add_testbench(sender(p))
@@ -140,9 +155,20 @@ def run_switch(wires_by_port, *, max_cycles=400_000):
 
 
 def test_two_ports_against_model():
-    rng = random.Random(SEED)
-    wires = {0: port_traffic(rng, 0, N, SEED), 1: port_traffic(rng, 1, N, SEED + 1)}
-    out, counters, mons = run_switch(wires)
+    check_against_model(N, SEED)
+
+
+def test_separate_clock_domains():
+    """Receive MACs on the PHYs' clocks (8 ns and 8.3 ns), transmit MACs on
+    8 ns, the core on 7 ns: frames and events cross through the FIFOs."""
+    check_against_model(N // 2, SEED + 7,
+                        clocks={"sync": 7e-9, "rx0": 8e-9, "rx1": 8.3e-9, "tx": 8e-9})
+
+
+def check_against_model(n, seed, clocks=None):
+    rng = random.Random(seed)
+    wires = {0: port_traffic(rng, 0, n, seed), 1: port_traffic(rng, 1, n, seed + 1)}
+    out, counters, mons = run_switch(wires, clocks=clocks)
     fe = FrontEnd(PARAMS, JobTable.from_dict(JOBS, PARAMS))
     model_out = {0: [], 1: []}
     for port in (0, 1):

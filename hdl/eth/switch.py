@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import DomainRenamer, Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
@@ -12,7 +13,15 @@ from netagg.hdl.eth.address_table import AddressTable
 from netagg.hdl.eth.arbiter import IngressArbiter, TxArbiter
 from netagg.hdl.eth.frame_buffer import FrameBuffer
 from netagg.hdl.eth.ip_rx import IpRx
-from netagg.hdl.eth.layouts import MAX_FRAME, GmiiRx, GmiiTx, ReplyKind, RxStatus
+from netagg.hdl.eth.layouts import (
+    MAX_FRAME,
+    BufferedByte,
+    FrameByte,
+    GmiiRx,
+    GmiiTx,
+    ReplyKind,
+    RxStatus,
+)
 from netagg.hdl.eth.mac_rx import MacRx
 from netagg.hdl.eth.mac_tx import MacTx
 from netagg.hdl.eth.responder import Responder
@@ -28,8 +37,14 @@ class EthernetSwitch(wiring.Component):
     message-by-message round-robin arbiter, the address table learnt from
     its verdicts.
 
-    One clock domain (``sync``), the GMII byte clock and the core clock
-    alike (the board top moves the PHYs' receive clocks into it).
+    Clock domains: the core, parsers, responders, framers and counters run
+    in ``sync``. By default the MACs do too (the GMII byte clock is the core
+    clock, as in simulation). With ``rx_domains`` each port's receive MAC
+    and receive buffer run in that domain (the PHY's receive clock) and
+    whole frames and the frame-end events cross into ``sync`` through
+    asynchronous FIFOs; with ``tx_domain`` the transmit buffers (store and
+    forward, so that a MAC never waits for a byte) and MACs run in that
+    domain (the 125 MHz transmit clock), fed through asynchronous FIFOs.
 
     Parameters
     ----------
@@ -39,6 +54,10 @@ class EthernetSwitch(wiring.Component):
         Bytes of each receive buffer (a power of two, at least 2048).
     fp_stages : int or None
         The core's floating-point adder pipeline depth.
+    rx_domains : list of str, or None
+        Per port, the receive clock domain.
+    tx_domain : str or None
+        The transmit clock domain of every port.
 
     Ports
     -----
@@ -52,10 +71,13 @@ class EthernetSwitch(wiring.Component):
         shows the register at the ``ctrl_addr`` of the previous cycle.
     idle : Out(1)
         The core is idle (docs/core.md).
+    activity, error : Out(1)
+        One-cycle pulses: a frame was received or sent on some port; a
+        frame was dropped by a MAC or a receive buffer (for LEDs).
     """
 
     def __init__(self, params: Params, *, ports: int = 2, rx_depth: int = 4096,
-                 fp_stages=None):
+                 fp_stages=None, rx_domains=None, tx_domain=None):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {params!r}")
         if ports not in (1, 2):
@@ -65,6 +87,13 @@ class EthernetSwitch(wiring.Component):
                              f"not {rx_depth!r}")
         self._params, self._ports, self._rx_depth = params, ports, rx_depth
         self._fp_stages = fp_stages
+        if rx_domains is not None and (len(rx_domains) != ports
+                                       or not all(isinstance(d, str) for d in rx_domains)):
+            raise ValueError(f"rx_domains must name one domain per port, not {rx_domains!r}")
+        if tx_domain is not None and not isinstance(tx_domain, str):
+            raise ValueError(f"tx_domain must be a domain name, not {tx_domain!r}")
+        self._rx_domains = list(rx_domains) if rx_domains else ["sync"] * ports
+        self._tx_domain = tx_domain or "sync"
         super().__init__({
             "rx": In(GmiiRx).array(ports),
             "tx": Out(GmiiTx).array(ports),
@@ -73,6 +102,8 @@ class EthernetSwitch(wiring.Component):
             "ctrl_we": In(1),
             "ctrl_rdata": Out(32),
             "idle": Out(1),
+            "activity": Out(1),
+            "error": Out(1),
         })
 
     @property
@@ -103,16 +134,26 @@ class EthernetSwitch(wiring.Component):
         wiring.connect(m, core.o, router.i)
 
         counters = {}
+        activity, errors = [], []
+        event = data.StructLayout({"status": RxStatus, "overflow": 1})
+        txd = self._tx_domain
         for port in range(P):
+            rxd = self._rx_domains[port]
             mac_rx = MacRx(max_frame=MAX_FRAME)
             rxbuf = FrameBuffer(depth=self._rx_depth, max_length=MAX_FRAME - 4,
                                 frames=32, strip=4, mode="drop")
             parser = IpRx(p)
             resp = Responder(p)
             framer = ResultFramer(p)
-            txbuf = FrameBuffer(depth=2048, max_length=MAX_FRAME - 4, frames=16, mode="stall")
             txarb = TxArbiter()
+            txbuf = FrameBuffer(depth=2048, max_length=MAX_FRAME - 4, frames=16, mode="stall")
             mac_tx = MacTx()
+            if rxd != "sync":
+                mac_rx = DomainRenamer({"sync": rxd})(mac_rx)
+                rxbuf = DomainRenamer({"sync": rxd})(rxbuf)
+            if txd != "sync":
+                txbuf = DomainRenamer({"sync": txd})(txbuf)
+                mac_tx = DomainRenamer({"sync": txd})(mac_tx)
             for name, sub in (("mac_rx", mac_rx), ("rxbuf", rxbuf), ("parser", parser),
                               ("responder", resp), ("framer", framer), ("txbuf", txbuf),
                               ("txarb", txarb), ("mac_tx", mac_tx)):
@@ -126,31 +167,61 @@ class EthernetSwitch(wiring.Component):
                          rxbuf.w.payload.data.eq(mac_rx.o.payload.data),
                          rxbuf.w.payload.last.eq(mac_rx.o.payload.last),
                          rxbuf.w.payload.drop.eq(status != RxStatus.OK)]
-            wiring.connect(m, rxbuf.r, parser.i)
+            # Receive frames, and the frame-end events, into the core domain.
+            ev_valid = Signal(name=f"ev{port}_valid")
+            ev = Signal(event, name=f"ev{port}")
+            end = mac_rx.o.valid & mac_rx.o.payload.last
+            if rxd == "sync":
+                wiring.connect(m, rxbuf.r, parser.i)
+                m.d.comb += [ev_valid.eq(end), ev.status.eq(status),
+                             ev.overflow.eq(rxbuf.overflow)]
+            else:
+                cdc = AsyncFIFO(width=BufferedByte.size, depth=16, w_domain=rxd,
+                                r_domain="sync")
+                evq = AsyncFIFO(width=event.size, depth=8, w_domain=rxd, r_domain="sync")
+                m.submodules[f"rx_cdc{port}"] = cdc
+                m.submodules[f"ev_cdc{port}"] = evq
+                ev_w = Signal(event, name=f"ev{port}_w")
+                m.d.comb += [ev_w.status.eq(status), ev_w.overflow.eq(rxbuf.overflow)]
+                m.d.comb += [cdc.w_data.eq(rxbuf.r.payload), cdc.w_en.eq(rxbuf.r.valid),
+                             rxbuf.r.ready.eq(cdc.w_rdy),
+                             parser.i.payload.eq(cdc.r_data), parser.i.valid.eq(cdc.r_rdy),
+                             cdc.r_en.eq(parser.i.ready),
+                             evq.w_data.eq(ev_w), evq.w_en.eq(end),
+                             ev_valid.eq(evq.r_rdy), ev.eq(evq.r_data), evq.r_en.eq(1)]
             wiring.connect(m, parser.o, ingress.i[port])
             wiring.connect(m, parser.reply, resp.req)
             m.d.comb += [parser.responder_busy.eq(resp.busy), resp.tee_en.eq(parser.tee_en),
                          resp.tee_addr.eq(parser.tee_addr), resp.tee_data.eq(parser.tee_data)]
+            # Transmit: RESULTs and replies take turns, then the buffer and the MAC.
             wiring.connect(m, router.o[port], framer.i)
-            m.d.comb += [txbuf.w.valid.eq(framer.o.valid),
-                         txbuf.w.payload.data.eq(framer.o.payload.data),
-                         txbuf.w.payload.last.eq(framer.o.payload.last),
-                         framer.o.ready.eq(txbuf.w.ready)]
-            m.d.comb += [txarb.i[0].valid.eq(txbuf.r.valid),
-                         txarb.i[0].payload.data.eq(txbuf.r.payload.data),
-                         txarb.i[0].payload.last.eq(txbuf.r.payload.last),
-                         txbuf.r.ready.eq(txarb.i[0].ready)]
+            wiring.connect(m, framer.o, txarb.i[0])
             wiring.connect(m, resp.o, txarb.i[1])
-            wiring.connect(m, txarb.o, mac_tx.i)
+            if txd == "sync":
+                m.d.comb += [txbuf.w.valid.eq(txarb.o.valid),
+                             txbuf.w.payload.data.eq(txarb.o.payload.data),
+                             txbuf.w.payload.last.eq(txarb.o.payload.last),
+                             txarb.o.ready.eq(txbuf.w.ready)]
+            else:
+                tcdc = AsyncFIFO(width=FrameByte.size, depth=16, w_domain="sync", r_domain=txd)
+                m.submodules[f"tx_cdc{port}"] = tcdc
+                fb = data.View(FrameByte, tcdc.r_data)
+                m.d.comb += [tcdc.w_data.eq(txarb.o.payload), tcdc.w_en.eq(txarb.o.valid),
+                             txarb.o.ready.eq(tcdc.w_rdy),
+                             txbuf.w.valid.eq(tcdc.r_rdy), txbuf.w.payload.data.eq(fb.data),
+                             txbuf.w.payload.last.eq(fb.last), tcdc.r_en.eq(txbuf.w.ready)]
+            m.d.comb += [mac_tx.i.valid.eq(txbuf.r.valid),
+                         mac_tx.i.payload.data.eq(txbuf.r.payload.data),
+                         mac_tx.i.payload.last.eq(txbuf.r.payload.last),
+                         txbuf.r.ready.eq(mac_tx.i.ready)]
 
-            end = mac_rx.o.valid & mac_rx.o.payload.last
             events = {
-                "rx": end,
+                "rx": ev_valid,
                 "tx": txarb.sent,
-                "drop_fcs": end & (status == RxStatus.FCS),
-                "drop_runt": end & (status == RxStatus.RUNT),
-                "drop_too_long": end & (status == RxStatus.TOO_LONG),
-                "drop_overflow": rxbuf.overflow,
+                "drop_fcs": ev_valid & (ev.status == RxStatus.FCS),
+                "drop_runt": ev_valid & (ev.status == RxStatus.RUNT),
+                "drop_too_long": ev_valid & (ev.status == RxStatus.TOO_LONG),
+                "drop_overflow": ev_valid & ev.overflow,
                 "arp_replies": resp.req.valid & resp.req.ready
                 & (resp.req.payload.kind == ReplyKind.ARP),
                 "icmp_replies": resp.req.valid & resp.req.ready
@@ -158,11 +229,22 @@ class EthernetSwitch(wiring.Component):
                 "ignored": parser.ignored,
             }
             assert set(events) == set(regmap.ETH_COUNTERS)
+            activity.append(events["rx"] | events["tx"])
+            errors.append(events["drop_fcs"] | events["drop_runt"] | events["drop_too_long"]
+                          | events["drop_overflow"])
             for name in regmap.ETH_COUNTERS:
                 c = Signal(32, name=f"eth{port}_{name}")
                 with m.If(events[name]):
                     m.d.sync += c.eq(c + 1)
                 counters[regmap.eth_counter_addr(port, name)] = c
+
+        m.d.sync += [self.activity.eq(0), self.error.eq(0)]
+        for a in activity:
+            with m.If(a):
+                m.d.sync += self.activity.eq(1)
+        for e in errors:
+            with m.If(e):
+                m.d.sync += self.error.eq(1)
 
         # Control port: the core's registers, and the front end's counters.
         eth_rdata = Signal(32)
