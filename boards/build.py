@@ -49,7 +49,7 @@ class Board:
     family: str          # "ecp5" or "ice40"
     device: str          # for the report
     platform: str        # amaranth_boards class, "module:Class"
-    kind: str            # "bridge" or "selftest"
+    kind: str            # "bridge", "selftest" or "ethernet"
     fp_stages: int | None = None   # adder pipeline when not given (None: the lanes' default)
 
 
@@ -58,7 +58,10 @@ BOARDS = {
                    "amaranth_boards.ulx3s:ULX3S_85F_Platform", "bridge"),
     "colorlight-5a75b": Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256",
                               "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
-                              "selftest"),
+                              "ethernet"),
+    "colorlight-5a75b-selftest": Board(
+        "colorlight-5a75b-selftest", "ecp5", "LFE5U-25F-6 CABGA256",
+        "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform", "selftest"),
     "icebreaker": Board("icebreaker", "ice40", "iCE40UP5K-SG48",
                         "amaranth_boards.icebreaker:ICEBreakerPlatform", "bridge",
                         fp_stages=0),   # 12 MHz: no adder pipeline needed, fewer cells
@@ -146,7 +149,7 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     if not isinstance(params, Params):
         raise TypeError(f"params must be a Params, not {type(params).__name__}")
     if ooc or board == "ooc-ecp5":
-        if board not in ("ooc-ecp5", "ulx3s", "colorlight-5a75b"):
+        if board not in ("ooc-ecp5", "ulx3s", "colorlight-5a75b", "colorlight-5a75b-selftest"):
             raise ValueError(f"no out-of-context build for board {board!r} (use ooc-ecp5)")
         if jobs is not None:
             raise ValueError("a job table is loaded by the bridge boards' tops, "
@@ -192,6 +195,8 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     }
     if spec.kind == "selftest":
         result["selftest"] = tops.selftest_summary(top)
+    if spec.kind == "ethernet":
+        result["ethernet"] = top.summary()
     _write(outdir, result)
     return result
 

@@ -77,6 +77,9 @@ def make_top(board: str, params: Params, *, fp_stages=None, jobs=None, baud: int
         return BridgeTop(params, fp_stages=fp_stages, jobs=jobs, baud=baud,
                          leds=(("led_g", 0), None, ("led_r", 0)))
     if board == "colorlight-5a75b":
+        from netagg.boards.eth_top import EthernetTop
+        return EthernetTop(params, fp_stages=fp_stages, jobs=jobs)
+    if board == "colorlight-5a75b-selftest":
         if jobs is not None:
             raise ValueError("the Colorlight self-test uses its own job table")
         return SelfTestTop(params, fp_stages=fp_stages)

@@ -27,7 +27,7 @@ from netagg.params import (
 )
 
 PROG = "netagg"
-BOARDS = ("ulx3s", "colorlight-5a75b", "icebreaker", "ooc-ecp5")
+BOARDS = ("ulx3s", "colorlight-5a75b", "colorlight-5a75b-selftest", "icebreaker", "ooc-ecp5")
 SIMULATORS = ("icarus", "verilator")
 FRONTENDS = ("stream", "ethernet")
 
