@@ -106,6 +106,9 @@ class EthernetTop(Elaboratable):
         m.d.comb += [phy_released.eq(por >= ms20), running.eq((por == 2 * ms20) & locked)]
         m.submodules.rst_sync = ResetSynchronizer(~running, domain="sync")
         m.submodules.rst_tx = ResetSynchronizer(~running, domain="eth_tx")
+        for p in range(2):
+            m.domains += ClockDomain(f"eth{p}_rx")
+            m.submodules[f"rst_rx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_rx")
 
         eth0 = platform.request("eth_rgmii", 0, dir="-")
         eth1 = platform.request("eth_rgmii_data", 1, dir="-")
@@ -125,7 +128,8 @@ class EthernetTop(Elaboratable):
             m.submodules[f"rgmii_rx{p}"] = rx
             m.submodules[f"rgmii_tx{p}"] = tx
             platform.add_clock_constraint(bufs["rx_clk"].i, ETH_MHZ * 1e6)
-            m.d.comb += [rx.rxc.eq(bufs["rx_clk"].i), rx.rxd.eq(bufs["rx_data"].i),
+            m.d.comb += [ClockSignal(f"eth{p}_rx").eq(bufs["rx_clk"].i),
+                         rx.rxd.eq(bufs["rx_data"].i),
                          rx.rx_ctl.eq(bufs["rx_ctl"].i),
                          sw.rx[p].dv.eq(rx.gmii.dv), sw.rx[p].er.eq(rx.gmii.er),
                          sw.rx[p].data.eq(rx.gmii.data),

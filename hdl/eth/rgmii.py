@@ -41,13 +41,13 @@ def _taps(delay_s: float) -> int:
 
 
 class RgmiiRx(wiring.Component):
-    """RGMII receive pins to GMII, in the domain ``domain`` clocked by
-    ``rxc`` (which this component creates).
+    """RGMII receive pins to GMII, in the domain ``domain``, which the
+    parent defines, clocked by the PHY's RXC.
 
     Parameters
     ----------
     domain : str
-        Name of the receive clock domain (clock ``rxc``, no reset).
+        Name of the receive clock domain.
     form : "generic" or "ecp5"
     rx_delay : float
         ECP5: seconds of input delay on ``rxd`` and ``rx_ctl`` (0 when the
@@ -55,8 +55,8 @@ class RgmiiRx(wiring.Component):
 
     Ports
     -----
-    rxc, rxd, rx_ctl : In
-        The pins.
+    rxd, rx_ctl : In
+        The pins (RXC is the domain's clock).
     gmii : Out(GmiiRx)
         In ``domain``: the byte whose low nibble was on the pins at a rising
         edge of ``rxc`` and high nibble at the following falling edge, two
@@ -69,20 +69,17 @@ class RgmiiRx(wiring.Component):
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, not {form!r}")
         self._domain, self._form, self._taps = domain, form, _taps(rx_delay)
-        super().__init__({"rxc": In(1), "rxd": In(4), "rx_ctl": In(1), "gmii": Out(GmiiRx)})
+        super().__init__({"rxd": In(4), "rx_ctl": In(1), "gmii": Out(GmiiRx)})
 
     def elaborate(self, platform):
         m = Module()
         d = self._domain
-        cd = ClockDomain(d, reset_less=True)
-        m.domains += cd
-        m.d.comb += cd.clk.eq(self.rxc)
         pins = Cat(self.rxd, self.rx_ctl)
         rise, fall = Signal(5), Signal(5)      # both aligned to a rising edge
         if self._form == "generic":
             neg = ClockDomain(d + "_neg", clk_edge="neg", reset_less=True)
             m.domains += neg
-            m.d.comb += neg.clk.eq(self.rxc)
+            m.d.comb += neg.clk.eq(ClockSignal(d))
             r, f = Signal(5), Signal(5)
             m.d[d] += r.eq(pins)
             m.d[d + "_neg"] += f.eq(pins)

@@ -1,0 +1,54 @@
+# amaranth: UnusedElaboratable=no
+"""The Colorlight 5A-75B Ethernet top (boards/eth_top.py), prepared for the
+board without running the tools: PLL, RGMII DDR primitives and delays on
+both ports, the PHY reset pin, and a clock constraint on every domain; the
+board names: the switch and the self-test as separate tops."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+
+from netagg import cli
+from netagg.boards import build, tops
+from netagg.boards.eth_top import EthernetTop, domains_report
+from netagg.jobs import JobTable
+from netagg.params import Params
+
+PARAMS = Params(workers=4, slots=16, elements=16, lanes=4, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    jobs = JobTable.from_dict({"jobs": [{"id": 0, "workers": 2, "slot_base": 0, "slots": 8}]},
+                              PARAMS)
+    return Colorlight_5A75B_R70Platform().prepare(EthernetTop(PARAMS, jobs=jobs), name="t")
+
+
+def test_primitives(plan):
+    il = plan.files["t.il"]
+    assert il.count("EHXPLLL") == 1
+    assert len(re.findall(r"cell \\IDDRX1F", il)) == 10          # 4 data + ctl, 2 ports
+    assert len(re.findall(r"cell \\ODDRX1F", il)) == 12          # + the clock
+    assert len(re.findall(r"cell \\DELAYG", il)) == 10
+
+
+def test_pins_and_clocks(plan):
+    lpf = plan.files["t.lpf"]
+    for site in ("P5", "M1", "M16", "M2", "M12", "P6", "P11"):       # rst, rx/tx clocks, clk, led
+        assert f'SITE "{site}"' in lpf
+    freqs = sorted(float(f) for f in re.findall(r"FREQUENCY NET \S+ ([0-9.e+]+) HZ", lpf))
+    assert freqs == [50e6, 125e6, 125e6, 125e6]
+    assert [d["domain"] for d in domains_report()] == ["sync", "eth_tx", "eth0_rx", "eth1_rx"]
+
+
+def test_board_names():
+    assert "colorlight-5a75b" in cli.BOARDS and "colorlight-5a75b-selftest" in cli.BOARDS
+    assert build.BOARDS["colorlight-5a75b"].kind == "ethernet"
+    assert build.BOARDS["colorlight-5a75b-selftest"].kind == "selftest"
+    with pytest.raises(ValueError):
+        tops.make_top("colorlight-5a75b-selftest", PARAMS, jobs=object())
+    with pytest.raises(ValueError):
+        EthernetTop(PARAMS, core_mhz=48)
