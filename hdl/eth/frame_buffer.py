@@ -42,8 +42,9 @@ class FrameBuffer(wiring.Component):
     r : Out(stream BufferedByte)
         Committed frames, each exactly as written minus ``strip`` bytes,
         ``length`` its byte count on every byte. The first byte is valid
-        at the earliest three cycles after the last write; one byte per
-        cycle, one idle cycle between frames.
+        four cycles after the last byte was written (into an empty
+        buffer); then one byte per cycle while ``ready``, one idle cycle
+        between frames.
     overflow : Out(1)
         One-cycle pulse, with the last byte of a frame that was not
         ``drop``\\ ped but discarded for lack of space (mode ``drop``).

@@ -40,8 +40,8 @@ class Responder(wiring.Component):
         valid the cycle after ``req`` was taken, then one byte per cycle
         while ``ready``.
     busy : Out(1)
-        From the cycle after ``req`` is taken to the cycle the last byte is
-        taken.
+        From the cycle after ``req`` is taken until the reply's last byte is
+        in the output register (its data memory is read no more).
     """
 
     def __init__(self, params: Params):
