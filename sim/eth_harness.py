@@ -146,9 +146,6 @@ def run_sim(params: Params, jobs: JobTable, in_path, out_path, stats_path=None,
     port 0 to OUT.pcap (and STATS.json); returns the stats."""
     records = pcap.read(in_path)
     wires = [fr.with_fcs(r.data) for r in records]
-    too_long = [i for i, w in enumerate(wires) if len(w) > 16383]
-    if too_long:
-        raise SimError(f"frame {too_long[0]} of {in_path} is too long to simulate")
     run = run_frames(params, jobs, [wires] + [[] for _ in range(ports - 1)],
                      simulator=simulator, fp_stages=fp_stages)
     out = []
