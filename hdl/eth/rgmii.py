@@ -158,3 +158,22 @@ class RgmiiTx(wiring.Component):
             else:
                 m.d.comb += self.txc.eq(txc)
         return m
+
+
+class RgmiiRxPins(wiring.Component):
+    """:class:`RgmiiRx` (generic form) with its clock as a port, for the
+    pin-level benches: ``rxc``, ``rxd``, ``rx_ctl`` in, GMII out in the
+    ``rxc`` domain."""
+
+    def __init__(self):
+        super().__init__({"rxc": In(1), "rxd": In(4), "rx_ctl": In(1), "gmii": Out(GmiiRx)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.rx = ClockDomain("rx", reset_less=True)
+        m.d.comb += ClockSignal("rx").eq(self.rxc)
+        m.submodules.rx = rx = RgmiiRx(domain="rx")
+        m.d.comb += [rx.rxd.eq(self.rxd), rx.rx_ctl.eq(self.rx_ctl),
+                     self.gmii.dv.eq(rx.gmii.dv), self.gmii.er.eq(rx.gmii.er),
+                     self.gmii.data.eq(rx.gmii.data)]
+        return m
