@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amaranth.hdl import DomainRenamer, Module, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.fifo import AsyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
@@ -21,6 +21,7 @@ from netagg.hdl.eth.layouts import (
     GmiiTx,
     ReplyKind,
     RxStatus,
+    result_beat,
 )
 from netagg.hdl.eth.mac_rx import MacRx
 from netagg.hdl.eth.mac_tx import MacTx
@@ -58,6 +59,11 @@ class EthernetSwitch(wiring.Component):
         Per port, the receive clock domain.
     tx_domain : str or None
         The transmit clock domain of every port.
+    result_fifo : int or None
+        RESULT beats buffered per port between the router and the port's
+        framer (default 2 B + 2, B = K / L: two whole RESULTs), so that one
+        port's framer, one byte per cycle, does not hold up RESULTs for the
+        other port.
 
     Ports
     -----
@@ -77,7 +83,7 @@ class EthernetSwitch(wiring.Component):
     """
 
     def __init__(self, params: Params, *, ports: int = 2, rx_depth: int = 4096,
-                 fp_stages=None, rx_domains=None, tx_domain=None):
+                 fp_stages=None, rx_domains=None, tx_domain=None, result_fifo=None):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {params!r}")
         if ports not in (1, 2):
@@ -94,6 +100,11 @@ class EthernetSwitch(wiring.Component):
             raise ValueError(f"tx_domain must be a domain name, not {tx_domain!r}")
         self._rx_domains = list(rx_domains) if rx_domains else ["sync"] * ports
         self._tx_domain = tx_domain or "sync"
+        if result_fifo is None:
+            result_fifo = 2 * params.beats + 2
+        if not isinstance(result_fifo, int) or result_fifo < 0:
+            raise ValueError(f"result_fifo must be a non-negative integer, not {result_fifo!r}")
+        self._result_fifo = result_fifo
         super().__init__({
             "rx": In(GmiiRx).array(ports),
             "tx": Out(GmiiTx).array(ports),
@@ -194,7 +205,15 @@ class EthernetSwitch(wiring.Component):
             m.d.comb += [parser.responder_busy.eq(resp.busy), resp.tee_en.eq(parser.tee_en),
                          resp.tee_addr.eq(parser.tee_addr), resp.tee_data.eq(parser.tee_data)]
             # Transmit: RESULTs and replies take turns, then the buffer and the MAC.
-            wiring.connect(m, router.o[port], framer.i)
+            if self._result_fifo:
+                rq = SyncFIFOBuffered(width=result_beat(p.lanes).size, depth=self._result_fifo)
+                m.submodules[f"result_q{port}"] = rq
+                m.d.comb += [rq.w_data.eq(router.o[port].payload), rq.w_en.eq(router.o[port].valid),
+                             router.o[port].ready.eq(rq.w_rdy),
+                             framer.i.payload.eq(rq.r_data), framer.i.valid.eq(rq.r_rdy),
+                             rq.r_en.eq(framer.i.ready)]
+            else:
+                wiring.connect(m, router.o[port], framer.i)
             wiring.connect(m, framer.o, txarb.i[0])
             wiring.connect(m, resp.o, txarb.i[1])
             if txd == "sync":
