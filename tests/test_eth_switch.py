@@ -70,6 +70,8 @@ def port_traffic(rng, job, n, seed):
             wires.append(runt + fr.fcs(runt))
         elif r < 0.27:
             wires.append(fr.with_fcs(rng.randbytes(1515)))                      # too long
+        elif r < 0.3:                       # a message far longer than a slot (bad length)
+            wires.append(fr.with_fcs(build_frame(msg[:16] + rng.randbytes(1400), src, SW)))
         wires.append(fr.with_fcs(build_frame(msg, src, SW)))
     return wires
 

@@ -21,6 +21,7 @@ from netagg.hdl.eth.layouts import (
     GmiiTx,
     ReplyKind,
     RxStatus,
+    message_beat,
     result_beat,
 )
 from netagg.hdl.eth.mac_rx import MacRx
@@ -64,6 +65,12 @@ class EthernetSwitch(wiring.Component):
         framer (default 2 B + 2, B = K / L: two whole RESULTs), so that one
         port's framer, one byte per cycle, does not hold up RESULTs for the
         other port.
+    message_fifo : int or None
+        Message beats buffered per port between the parser and the ingress
+        arbiter (default 2 B + 2); a port is offered to the arbiter only
+        once a whole message is queued, so that a message goes into the core
+        at one beat per cycle instead of at its port's byte rate, and the
+        other port is not held up behind it. 0: no queue.
 
     Ports
     -----
@@ -83,7 +90,8 @@ class EthernetSwitch(wiring.Component):
     """
 
     def __init__(self, params: Params, *, ports: int = 2, rx_depth: int = 4096,
-                 fp_stages=None, rx_domains=None, tx_domain=None, result_fifo=None):
+                 fp_stages=None, rx_domains=None, tx_domain=None, result_fifo=None,
+                 message_fifo=None):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {params!r}")
         if ports not in (1, 2):
@@ -105,6 +113,13 @@ class EthernetSwitch(wiring.Component):
         if not isinstance(result_fifo, int) or result_fifo < 0:
             raise ValueError(f"result_fifo must be a non-negative integer, not {result_fifo!r}")
         self._result_fifo = result_fifo
+        if message_fifo is None:
+            message_fifo = 2 * params.beats + 2
+        if not isinstance(message_fifo, int) or message_fifo < 0 or \
+                0 < message_fifo < params.beats + 1:
+            raise ValueError(f"message_fifo must be 0 or at least K / L + 1, "
+                             f"not {message_fifo!r}")
+        self._message_fifo = message_fifo
         super().__init__({
             "rx": In(GmiiRx).array(ports),
             "tx": Out(GmiiTx).array(ports),
@@ -200,7 +215,31 @@ class EthernetSwitch(wiring.Component):
                              cdc.r_en.eq(parser.i.ready),
                              evq.w_data.eq(ev_w), evq.w_en.eq(end),
                              ev_valid.eq(evq.r_rdy), ev.eq(evq.r_data), evq.r_en.eq(1)]
-            wiring.connect(m, parser.o, ingress.i[port])
+            if self._message_fifo:
+                mq = SyncFIFOBuffered(width=message_beat(p.lanes).size, depth=self._message_fifo)
+                m.submodules[f"message_q{port}"] = mq
+                whole = Signal(range(self._message_fifo + 1), name=f"whole{port}")
+                w_last = parser.o.valid & parser.o.ready & parser.o.payload.beat.last
+                out = ingress.i[port]
+                r_last = out.valid & out.ready & out.payload.beat.last
+                with m.If(w_last & ~r_last):
+                    m.d.sync += whole.eq(whole + 1)
+                with m.Elif(r_last & ~w_last):
+                    m.d.sync += whole.eq(whole - 1)
+                # A message longer than the queue (a malformed one can carry
+                # up to 1472 bytes) is passed through as it comes.
+                through = Signal(name=f"through{port}")
+                with m.If(~mq.w_rdy & (whole == 0)):
+                    m.d.sync += through.eq(1)
+                with m.If(r_last):
+                    m.d.sync += through.eq(0)
+                go = (whole != 0) | through
+                m.d.comb += [mq.w_data.eq(parser.o.payload), mq.w_en.eq(parser.o.valid),
+                             parser.o.ready.eq(mq.w_rdy),
+                             out.payload.eq(mq.r_data), out.valid.eq(mq.r_rdy & go),
+                             mq.r_en.eq(out.ready & go)]
+            else:
+                wiring.connect(m, parser.o, ingress.i[port])
             wiring.connect(m, parser.reply, resp.req)
             m.d.comb += [parser.responder_busy.eq(resp.busy), resp.tee_en.eq(parser.tee_en),
                          resp.tee_addr.eq(parser.tee_addr), resp.tee_data.eq(parser.tee_data)]
