@@ -94,8 +94,7 @@ class EthernetTop(Elaboratable):
         m.domains.por = ClockDomain("por", reset_less=True)
         m.d.comb += [ClockSignal("sync").eq(clkos), ClockSignal("eth_tx").eq(clkop),
                      ClockSignal("por").eq(clk_buf.i)]
-        platform.add_clock_constraint(clkop, ETH_MHZ * 1e6)
-        platform.add_clock_constraint(clkos, self.core_mhz * 1e6)
+        # nextpnr derives the PLL outputs' constraints from the 25 MHz input.
 
         # Start-up: PHY reset for 20 ms, then 20 ms before the switch starts.
         ms20 = 25_000 * 20
@@ -107,8 +106,12 @@ class EthernetTop(Elaboratable):
         m.submodules.rst_sync = ResetSynchronizer(~running, domain="sync")
         m.submodules.rst_tx = ResetSynchronizer(~running, domain="eth_tx")
         for p in range(2):
-            m.domains += ClockDomain(f"eth{p}_rx")
+            cd = ClockDomain(f"eth{p}_rx")
+            m.domains += cd
             m.submodules[f"rst_rx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_rx")
+            # On the domain's clock net: the buffer's output net is renamed
+            # by synthesis.
+            platform.add_clock_constraint(cd.clk, ETH_MHZ * 1e6)
 
         eth0 = platform.request("eth_rgmii", 0, dir="-")
         eth1 = platform.request("eth_rgmii_data", 1, dir="-")
@@ -127,7 +130,6 @@ class EthernetTop(Elaboratable):
             tx = RgmiiTx(domain="eth_tx", form="ecp5", tx_delay=self.tx_delay)
             m.submodules[f"rgmii_rx{p}"] = rx
             m.submodules[f"rgmii_tx{p}"] = tx
-            platform.add_clock_constraint(bufs["rx_clk"].i, ETH_MHZ * 1e6)
             m.d.comb += [ClockSignal(f"eth{p}_rx").eq(bufs["rx_clk"].i),
                          rx.rxd.eq(bufs["rx_data"].i),
                          rx.rx_ctl.eq(bufs["rx_ctl"].i),
