@@ -36,6 +36,12 @@ def setup_module():
 def test_pins_two_ports_against_model():
     rng = random.Random(SEED)
     wires = [port_traffic(rng, 0, 30, SEED), port_traffic(rng, 1, 30, SEED + 1)]
+    for p, ws in enumerate(wires):          # every drop reason at least once per port
+        runt = rng.randbytes(50)
+        bad = fr.with_fcs(rng.randbytes(70))
+        for at, w in ((3, fr.with_fcs(rng.randbytes(1600))), (7, runt + fr.fcs(runt)),
+                      (11, bad[:-1] + bytes([bad[-1] ^ 0x40]))):
+            ws.insert(at + p, w)
     jobs = JobTable.from_dict(JOBS, PARAMS)
     run = eth_harness.run_frames(PARAMS, jobs, wires, root=BUILD)
     out = defaultdict(list)
@@ -57,7 +63,7 @@ def test_pins_two_ports_against_model():
     got = eth_harness.stats_of(run["counters"], 2, run["cycles"])
     assert {k: v for k, v in got.items() if k != "cycles"} == stats
     for reason in ("drop_fcs", "drop_runt", "drop_too_long"):
-        assert stats[f"eth0_{reason}"] + stats[f"eth1_{reason}"] > 0, reason
+        assert stats[f"eth0_{reason}"] > 0 and stats[f"eth1_{reason}"] > 0, reason
 
 
 def test_overflow_under_a_ping_burst():
