@@ -164,6 +164,8 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     }
     if spec.kind == "selftest":
         result["selftest"] = top.selftest.summary()
+    if spec.kind == "ethernet":
+        result["ethernet"] = top.summary()
     _write(outdir, result)
     return result
 

@@ -24,9 +24,10 @@ class Board:
     """One board.
 
     ``kind``: ``"bridge"`` (the UART bridge: a host drives the core over
-    the serial port, ``netagg uart``), ``"selftest"`` (the on-chip
-    self-test, no host link) or ``"core"`` (the bare core out of context,
-    no board, no bitstream). ``leds``: the platform resources
+    the serial port, ``netagg uart``), ``"ethernet"`` (the Ethernet switch:
+    hosts reach the core over the board's ports, docs/ethernet.md),
+    ``"selftest"`` (the on-chip self-test, no host link) or ``"core"``
+    (the bare core out of context, no board, no bitstream). ``leds``: the platform resources
     ``(name, number)`` the top drives, in the order the top defines
     (``None``: the board has no LED for that signal). ``fp_stages``: the
     adder pipeline when the build does not give one (None: the lanes'
@@ -64,6 +65,8 @@ class Board:
             if jobs is not None:
                 raise ValueError(f"the {self.name} self-test uses its own job table")
             return cls(params, fp_stages=fp_stages, led=self.leds[0])
+        if self.kind == "ethernet":
+            return cls(params, fp_stages=fp_stages, jobs=jobs)
         return cls(params, fp_stages=fp_stages, jobs=jobs,
                    baud=self.baud if baud is None else baud, leds=self.leds)
 
@@ -72,7 +75,10 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("ulx3s", "ecp5", "LFE5U-85F-6 CABGA381", "bridge",
           "amaranth_boards.ulx3s:ULX3S_85F_Platform", "netagg.boards.tops:BridgeTop",
           leds=(("led", 0), ("led", 1), ("led", 2))),
-    Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256", "selftest",
+    Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256", "ethernet",
+          "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
+          "netagg.boards.eth_top:EthernetTop", leds=(("led", 0),)),
+    Board("colorlight-5a75b-selftest", "ecp5", "LFE5U-25F-6 CABGA256", "selftest",
           "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
           "netagg.boards.tops:SelfTestTop", leds=(("led", 0),)),
     Board("icebreaker", "ice40", "iCE40UP5K-SG48", "bridge",

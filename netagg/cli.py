@@ -28,6 +28,7 @@ from netagg.params import (
 
 PROG = "netagg"
 SIMULATORS = ("icarus", "verilator")
+FRONTENDS = ("stream", "ethernet")
 
 _PARAM_OPTIONS = (
     # (option, Params field, type, metavar, help)
@@ -72,6 +73,10 @@ def _io_arguments(p: argparse.ArgumentParser) -> None:
                    help="RESULT frames, in the order sent")
     p.add_argument("--stats", dest="stats_path", metavar="STATS.json",
                    help="write the counters as one JSON object")
+    p.add_argument("--frontend", choices=FRONTENDS, default="stream",
+                   help="stream: messages straight into the core (default); ethernet: "
+                        "frames through the Ethernet front end into port 0 "
+                        "(docs/ethernet.md)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,7 +231,10 @@ def cmd_sim(args, params) -> int:
     from netagg import pcap
     jobs = _load_jobs(args, params)
     pcap.read(args.in_path)               # a clear error before starting a simulator
-    run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
+    if args.frontend == "ethernet":
+        run_sim = _backend("netagg.sim.eth_harness", "run_sim", "sim --frontend ethernet")
+    else:
+        run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
     run_sim(params, jobs, args.in_path, args.out_path, args.stats_path, args.simulator,
             fp_stages=args.fp_stages)
     return 0
@@ -246,12 +254,33 @@ def cmd_model(args, params) -> int:
     from netagg.sim.frame_model import run_model_seq
     jobs = _load_jobs(args, params)
     records = pcap.read(args.in_path)
+    if args.frontend == "ethernet":
+        return _model_ethernet(args, params, jobs, records)
     out, stats = run_model_seq(params, jobs, records)
     pcap.write(args.out_path, [pcap.Record(frame, records[seq].ts_ns) for seq, frame in out])
     if args.stats_path:
         _write_stats(args.stats_path, stats)
     drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
     print(f"netagg model: {len(records)} frames in ({stats['ignored']} ignored), "
+          f"{stats['rx']} messages, {stats['results']} rounds completed, "
+          f"{stats['tx']} RESULT frames out, {stats['retransmit']} retransmitted, "
+          f"{drops} dropped")
+    return 0
+
+
+def _model_ethernet(args, params, jobs, records) -> int:
+    from netagg import pcap
+    from netagg.sim.eth_model import run_frontend_model
+    out, stats = run_frontend_model(params, jobs, records)
+    pcap.write(args.out_path, [pcap.Record(frame, records[seq].ts_ns)
+                               for seq, _port, frame in out])
+    if args.stats_path:
+        _write_stats(args.stats_path, stats)
+    drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
+    eth_drops = sum(v for k, v in stats.items() if k.startswith("eth") and "_drop_" in k)
+    replies = sum(v for k, v in stats.items() if k.endswith(("_arp_replies", "_icmp_replies")))
+    print(f"netagg model (ethernet): {len(records)} frames in ({eth_drops} dropped by the "
+          f"MAC, {stats['ignored']} ignored, {replies} ARP/ICMP replies), "
           f"{stats['rx']} messages, {stats['results']} rounds completed, "
           f"{stats['tx']} RESULT frames out, {stats['retransmit']} retransmitted, "
           f"{drops} dropped")

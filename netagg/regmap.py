@@ -11,6 +11,8 @@ Addresses are 16 bits, values 32 bits.
   = first slot, ``JOB_NSLOTS`` = number of slots.
 * ``COUNTER_BASE + i``: the core counter ``CORE_COUNTERS[i]`` (read only).
 * ``BRIDGE_BASE + i``: the UART bridge counter ``BRIDGE_COUNTERS[i]``.
+* ``ETH_BASE + ETH_PORT_STRIDE * p + i``: Ethernet port ``p``'s counter
+  ``ETH_COUNTERS[i]`` (docs/ethernet.md; named ``eth<p>_<name>`` in stats).
 """
 
 from __future__ import annotations
@@ -37,6 +39,32 @@ BRIDGE_BASE = 0xC000
 BRIDGE_COUNTERS: tuple[str, ...] = ("bad_frame", "rx_overrun", "rx_frame_error",
                                     "verdict_overflow")
 """The UART bridge's counters, readable at ``BRIDGE_BASE + index``."""
+
+ETH_BASE = 0xD000
+ETH_PORT_STRIDE = 0x10
+ETH_COUNTERS: tuple[str, ...] = ("rx", "tx", "drop_fcs", "drop_runt", "drop_too_long",
+                                 "drop_overflow", "arp_replies", "icmp_replies", "ignored")
+"""An Ethernet port's counters (docs/ethernet.md), readable at
+``ETH_BASE + ETH_PORT_STRIDE * port + index``: frames received (every frame
+the MAC saw, dropped ones included) and sent, each drop reason, the ARP and
+ICMP echo replies sent, and the frames delivered that were neither netagg
+messages nor answered (their sum over the ports is the stats' ``ignored``)."""
+
+
+def eth_counter_name(port: int, name: str) -> str:
+    """The stats name of Ethernet port ``port``'s counter ``name``."""
+    if name not in ETH_COUNTERS:
+        raise KeyError(f"no Ethernet counter named {name!r}")
+    return f"eth{port}_{name}"
+
+
+def eth_counter_addr(port: int, name: str) -> int:
+    """Address of Ethernet port ``port``'s counter ``name``."""
+    if not 0 <= port < (0x10000 - ETH_BASE) // ETH_PORT_STRIDE:
+        raise ValueError(f"no Ethernet port {port}")
+    if name not in ETH_COUNTERS:
+        raise KeyError(f"no Ethernet counter named {name!r}")
+    return ETH_BASE + ETH_PORT_STRIDE * port + ETH_COUNTERS.index(name)
 
 
 def job_addr(job: int, reg: int) -> int:
@@ -76,9 +104,12 @@ def job_writes(jobs) -> list[tuple[int, int]]:
 
 
 def counter_addr(name: str) -> int:
-    """Address of a core or bridge counter by name."""
+    """Address of a core, bridge or Ethernet (``eth<p>_<name>``) counter by name."""
     if name in CORE_COUNTERS:
         return COUNTER_BASE + CORE_COUNTERS.index(name)
     if name in BRIDGE_COUNTERS:
         return BRIDGE_BASE + BRIDGE_COUNTERS.index(name)
+    if name.startswith("eth") and "_" in name and name[3:name.index("_")].isdigit():
+        port, _, rest = name[3:].partition("_")
+        return eth_counter_addr(int(port), rest)
     raise KeyError(f"no counter named {name!r}")

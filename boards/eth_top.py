@@ -1,0 +1,179 @@
+"""The Colorlight 5A-75B as a two-port netagg Ethernet switch (docs/ethernet.md,
+docs/boards.md): ``netagg build --board colorlight-5a75b``.
+
+Clocks: the 25 MHz oscillator feeds an ECP5 ``EHXPLLL``: 125 MHz ``eth_tx``
+(both ports' RGMII transmit clock) and the core clock ``sync`` (50 MHz by
+default); each PHY's 125 MHz receive clock is its own domain ``eth0_rx``,
+``eth1_rx``. The core domain is held in reset until the PLL locks; the PHYs
+(one shared reset pin) are held in reset for 20 ms after configuration, then
+released, and the switch starts 20 ms later (what their start-up needs;
+MDIO is left idle: the PHYs run with their strapped defaults,
+autonegotiating 1000BASE-T).
+
+LED (the board's one, ``led`` 0): on while running; off for ~80 ms after any
+frame is received or sent (activity); blinking at ~6 Hz for a second after
+any frame was dropped by a MAC (bad FCS, runt, too long, overflow).
+"""
+
+from __future__ import annotations
+
+from amaranth.build import Attrs, Pins, Resource, Subsignal
+from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
+from amaranth.lib import io
+from amaranth.lib.cdc import ResetSynchronizer
+
+from netagg.hdl.eth.rgmii import RgmiiRx, RgmiiTx
+from netagg.hdl.eth.switch import EthernetSwitch
+from netagg.params import Params
+
+CORE_MHZ = 50
+ETH_MHZ = 125
+
+# Port 1's data and clock pins (amaranth-boards' "eth_rgmii" 1 shares its
+# reset, MDC and MDIO pins with port 0, so both cannot be requested).
+PORT1 = Resource("eth_rgmii_data", 1,
+                 Subsignal("tx_clk", Pins("M12", dir="o")),
+                 Subsignal("tx_ctl", Pins("R15", dir="o")),
+                 Subsignal("tx_data", Pins("T14 R12 R13 R14", dir="o")),
+                 Subsignal("rx_clk", Pins("M16", dir="i")),
+                 Subsignal("rx_ctl", Pins("L15", dir="i")),
+                 Subsignal("rx_data", Pins("P13 N13 P14 M15", dir="i")),
+                 Attrs(IO_TYPE="LVCMOS33"))
+
+# EHXPLLL: 25 MHz in, VCO 500 MHz, CLKOP 125 MHz (feedback), CLKOS 500 / DIV.
+PLL_VCO_MHZ = 500
+
+
+def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
+    """The clock domains the board top creates and their constraints."""
+    return [{"domain": "sync", "what": "core, parsers, framers, counters",
+             "constraint_mhz": core_mhz},
+            {"domain": "eth_tx", "what": "RGMII transmit, both ports", "constraint_mhz": ETH_MHZ},
+            {"domain": "eth0_rx", "what": "RGMII receive, port 0", "constraint_mhz": ETH_MHZ},
+            {"domain": "eth1_rx", "what": "RGMII receive, port 1", "constraint_mhz": ETH_MHZ}]
+
+
+class EthernetTop(Elaboratable):
+    """The two-port switch on the Colorlight 5A-75B (see the module docstring)."""
+
+    def __init__(self, params: Params, *, fp_stages=None, jobs=None, core_mhz: int = CORE_MHZ,
+                 rx_delay: float = 2e-9, tx_delay: float = 0.0):
+        if PLL_VCO_MHZ % core_mhz or not 1 <= PLL_VCO_MHZ // core_mhz <= 128:
+            raise ValueError(f"the core clock must divide {PLL_VCO_MHZ} MHz, not {core_mhz}")
+        self.params, self.fp_stages, self.jobs = params, fp_stages, jobs
+        self.core_mhz, self.rx_delay, self.tx_delay = core_mhz, rx_delay, tx_delay
+        self.switch = EthernetSwitch(params, ports=2, rx_domains=["eth0_rx", "eth1_rx"],
+                                     tx_domain="eth_tx", fp_stages=fp_stages)
+
+    def elaborate(self, platform):
+        m = Module()
+        platform.add_resources([PORT1])
+        clk25 = platform.request("clk25", 0, dir="-")
+        m.submodules.clk25 = clk_buf = io.Buffer("i", clk25)
+
+        # PLL and clock domains.
+        clkop, clkos = Signal(name="clk_eth_tx"), Signal(name="clk_core")
+        locked = Signal(name="pll_locked")
+        div = PLL_VCO_MHZ // self.core_mhz
+        m.submodules.pll = Instance(
+            "EHXPLLL",
+            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=str(ETH_MHZ),
+            a_FREQUENCY_PIN_CLKOS=str(self.core_mhz), a_ICP_CURRENT="12",
+            a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
+            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
+            p_CLKOP_ENABLE="ENABLED", p_CLKOS_ENABLE="ENABLED",
+            p_CLKOP_DIV=PLL_VCO_MHZ // ETH_MHZ, p_CLKOP_CPHASE=PLL_VCO_MHZ // ETH_MHZ - 1,
+            p_CLKOP_FPHASE=0, p_CLKOS_DIV=div, p_CLKOS_CPHASE=div - 1, p_CLKOS_FPHASE=0,
+            p_FEEDBK_PATH="CLKOP", p_CLKFB_DIV=ETH_MHZ // 25, p_CLKI_DIV=1,
+            i_CLKI=clk_buf.i, i_CLKFB=clkop, i_RST=0, i_STDBY=0, i_PHASESEL0=0,
+            i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0, i_PHASELOADREG=0, i_PLLWAKESYNC=0,
+            i_ENCLKOP=0, o_CLKOP=clkop, o_CLKOS=clkos, o_LOCK=locked)
+        m.domains.sync = ClockDomain("sync")
+        m.domains.eth_tx = ClockDomain("eth_tx")
+        m.domains.por = ClockDomain("por", reset_less=True)
+        m.d.comb += [ClockSignal("sync").eq(clkos), ClockSignal("eth_tx").eq(clkop),
+                     ClockSignal("por").eq(clk_buf.i)]
+        # nextpnr derives the PLL outputs' constraints from the 25 MHz input.
+
+        # Start-up: PHY reset for 20 ms, then 20 ms before the switch starts.
+        ms20 = 25_000 * 20
+        por = Signal(range(2 * ms20 + 1))
+        phy_released, running = Signal(), Signal()
+        with m.If(por != 2 * ms20):
+            m.d.por += por.eq(por + 1)
+        m.d.comb += [phy_released.eq(por >= ms20), running.eq((por == 2 * ms20) & locked)]
+        m.submodules.rst_sync = ResetSynchronizer(~running, domain="sync")
+        m.submodules.rst_tx = ResetSynchronizer(~running, domain="eth_tx")
+        for p in range(2):
+            cd = ClockDomain(f"eth{p}_rx")
+            m.domains += cd
+            m.submodules[f"rst_rx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_rx")
+            # On the domain's clock net: the buffer's output net is renamed
+            # by synthesis.
+            platform.add_clock_constraint(cd.clk, ETH_MHZ * 1e6)
+
+        eth0 = platform.request("eth_rgmii", 0, dir="-")
+        eth1 = platform.request("eth_rgmii_data", 1, dir="-")
+        m.submodules.phy_rst = phy_rst = io.Buffer("o", eth0.rst)
+        m.submodules.mdc = mdc = io.Buffer("o", eth0.mdc)
+        m.d.comb += [phy_rst.o.eq(~phy_released), mdc.o.eq(0)]
+        sw = self.switch
+        m.submodules.switch = sw
+        for p, pins in enumerate((eth0, eth1)):
+            bufs = {}
+            for name, direction in (("rx_clk", "i"), ("rx_ctl", "i"), ("rx_data", "i"),
+                                    ("tx_clk", "o"), ("tx_ctl", "o"), ("tx_data", "o")):
+                bufs[name] = io.Buffer(direction, getattr(pins, name))
+                m.submodules[f"eth{p}_{name}"] = bufs[name]
+            rx = RgmiiRx(domain=f"eth{p}_rx", form="ecp5", rx_delay=self.rx_delay)
+            tx = RgmiiTx(domain="eth_tx", form="ecp5", tx_delay=self.tx_delay)
+            m.submodules[f"rgmii_rx{p}"] = rx
+            m.submodules[f"rgmii_tx{p}"] = tx
+            m.d.comb += [ClockSignal(f"eth{p}_rx").eq(bufs["rx_clk"].i),
+                         rx.rxd.eq(bufs["rx_data"].i),
+                         rx.rx_ctl.eq(bufs["rx_ctl"].i),
+                         sw.rx[p].dv.eq(rx.gmii.dv), sw.rx[p].er.eq(rx.gmii.er),
+                         sw.rx[p].data.eq(rx.gmii.data),
+                         tx.gmii.en.eq(sw.tx[p].en), tx.gmii.er.eq(sw.tx[p].er),
+                         tx.gmii.data.eq(sw.tx[p].data),
+                         bufs["tx_clk"].o.eq(tx.txc), bufs["tx_ctl"].o.eq(tx.tx_ctl),
+                         bufs["tx_data"].o.eq(tx.txd)]
+
+        # Jobs from --jobs-config, written through the control port after reset.
+        if self.jobs is not None:
+            from netagg import regmap
+            writes = regmap.job_writes(self.jobs)
+            step = Signal(range(len(writes) + 1))
+            with m.Switch(step):
+                for i, (addr, value) in enumerate(writes):
+                    with m.Case(i):
+                        m.d.comb += [sw.ctrl_addr.eq(addr), sw.ctrl_wdata.eq(value),
+                                     sw.ctrl_we.eq(1)]
+            with m.If(step != len(writes)):
+                m.d.sync += step.eq(step + 1)
+
+        # LED: activity and errors, from the switch's counters' events.
+        led = platform.request("led", 0, dir="-")
+        m.submodules.led = led_buf = io.Buffer("o", led)
+        activity = Signal(range(self.core_mhz * 80_000 + 1))
+        errors = Signal(range(self.core_mhz * 1_000_000 + 1))
+        blink = Signal(23)
+        m.d.sync += blink.eq(blink + 1)
+        with m.If(sw.activity):
+            m.d.sync += activity.eq(self.core_mhz * 80_000)
+        with m.Elif(activity != 0):
+            m.d.sync += activity.eq(activity - 1)
+        with m.If(sw.error):
+            m.d.sync += errors.eq(self.core_mhz * 1_000_000)
+        with m.Elif(errors != 0):
+            m.d.sync += errors.eq(errors - 1)
+        with m.If(errors != 0):
+            m.d.comb += led_buf.o.eq(blink[-1])
+        with m.Else():
+            m.d.comb += led_buf.o.eq(running & (activity == 0))
+        return m
+
+    def summary(self) -> dict:
+        return {"ports": 2, "core_mhz": self.core_mhz, "clock_domains": domains_report(
+            self.core_mhz), "jobs_config": self.jobs.to_dict() if self.jobs else None}
