@@ -35,8 +35,18 @@ Properties (each can be enabled alone, see ``PROPERTIES``):
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Elaboratable, Module, Mux, Signal
-from amaranth.hdl import ResetSignal
+from amaranth.hdl import (
+    Assert,
+    Assume,
+    Cat,
+    Const,
+    Cover,
+    Elaboratable,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+)
 
 from netagg import regmap, wire
 from netagg.hdl import layouts
@@ -396,7 +406,10 @@ class FormalTop(Elaboratable):
         wr = Signal()
         wr_addr = Signal(len(st_wr.addr))
         m.d.sync += [wr.eq(st_wr.en & cleared), wr_addr.eq(st_wr.addr)]
-        check("isolation", ~wr | (vv & (expect == V.ACCEPT) & (sabs == wr_addr)))
+        # (From the message's fields alone, not the model's slot state.)
+        fields_ok = (~h["bad"] & (h["count"] == 1) & (h["job"] < len(JOBS)) & (h["slot"] < jn)
+                     & (h["worker"] < jw))
+        check("isolation", ~wr | (vv & fields_ok & (vcode == V.ACCEPT) & (sabs == wr_addr)))
 
         # ---------------- liveness ----------------
         # (The verdict of a drop leaves in the cycle the core turns idle.)

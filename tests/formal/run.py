@@ -11,6 +11,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ WORK = ROOT / "build" / "formal"
 
 @dataclass
 class Outcome:
-    status: str            # "PASS", "FAIL", "ERROR"
+    status: str            # "PASS", "FAIL", "ERROR", "TIMEOUT"
     seconds: float
     log: str
     workdir: Path
@@ -98,13 +99,16 @@ prep -top top
 top.il
 """)
     t0 = time.monotonic()
+    # Its own process group, so that a timeout ends the solver too.
+    proc = subprocess.Popen([sby_binary(), "-f", str(sby)], cwd=wd, env=tool_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run([sby_binary(), "-f", str(sby)], cwd=wd, env=tool_env(),
-                              capture_output=True, text=True, timeout=timeout)
-        log = proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as e:
-        log = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return Outcome("ERROR", time.monotonic() - t0, log + "\ntimeout", wd)
+        log, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
+        return Outcome("TIMEOUT", time.monotonic() - t0, log + "\ntimeout", wd)
     seconds = time.monotonic() - t0
     status = "ERROR"
     m = re.search(r"DONE \((\w+), rc=", log)
