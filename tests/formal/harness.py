@@ -6,7 +6,7 @@ algorithm in HDL (shadow state) and the properties as Amaranth
 Configuration (``CONFIG``): W_max = 3, S = 2, J = 2, K = L = 1, int32 sum
 only, ``fp_stages=0`` (lane latency 1). The job table is written through the
 control port in the first cycles (``SETUP``): job 0 has slot 0 and W = 3,
-job 1 has slot 1 and W = 2.
+job 1 has slot 1 and W = 1 (a round completes with one message).
 
 Free inputs each cycle: a message (``in_*``: job, slot, worker and count
 fields of full header width, ver, offset, a bad-version flag), ``o_ready``,
@@ -28,12 +28,16 @@ Properties (each can be enabled alone, see ``PROPERTIES``):
 ``results``   every RESULT equals the model's (header, status n, value, tag):
               a completed round goes to workers 0..W-1 once each, a
               retransmission to its requester; no other RESULT.
-``liveness``  ``idle`` implies nothing outstanding; once ``stop`` is raised
-              (no new messages) and ``o.ready`` is never low two cycles in a
-              row, ``idle`` is high within ``DRAIN`` cycles.
+``liveness``  ``idle`` implies nothing outstanding; assuming ``o.ready`` is
+              never low two cycles in a row: while the core is busy, a verdict
+              or a RESULT beat leaves at least every ``PROGRESS`` cycles, and
+              once ``stop`` is raised (no new messages) ``idle`` is high
+              within ``DRAIN`` cycles.
 """
 
 from __future__ import annotations
+
+import sys
 
 from amaranth.hdl import (
     Assert,
@@ -56,9 +60,10 @@ from netagg.params import Params
 CONFIG = Params(workers=3, slots=2, jobs=2, elements=1, lanes=1,
                 dtypes=("int32",), ops=("sum",))
 FP_STAGES = 0
-JOBS = ((0, 1, 3), (1, 1, 2))      # (base, nslots, W) of jobs 0 and 1
+JOBS = ((0, 1, 3), (1, 1, 1))      # (base, nslots, W) of jobs 0 and 1
 PROPERTIES = ("once", "isolation", "verdicts", "results", "liveness")
-DRAIN = 24                         # liveness bound (cycles after stop)
+DRAIN = 24                         # liveness: idle this many cycles after stop
+PROGRESS = 12                      # liveness: busy cycles without a verdict or RESULT beat
 QUEUE = 8                          # messages in flight the model can track
 RQUEUE = 4                         # RESULT messages the model can hold
 
@@ -414,13 +419,20 @@ class FormalTop(Elaboratable):
         # ---------------- liveness ----------------
         # (The verdict of a drop leaves in the cycle the core turns idle.)
         check("liveness", ~core.idle | ((outstanding == vv) & (rpending == 0)))
-        since = Signal(range(self.drain + 2))
+        check("results", ~core.idle | (rpending == 0))
         ready_r = Signal(init=1)
         m.d.sync += ready_r.eq(self.o_ready)
-        with m.If(stopped):
+        if "liveness" in want:
             m.d.comb += Assume(self.o_ready | ready_r)
-            with m.If(since != self.drain + 1):
-                m.d.sync += since.eq(since + 1)
+        quiet = Signal(range(PROGRESS + 1))
+        with m.If(core.idle | vv | o_fire):
+            m.d.sync += quiet.eq(0)
+        with m.Elif(quiet != PROGRESS):
+            m.d.sync += quiet.eq(quiet + 1)
+        check("liveness", quiet != PROGRESS)
+        since = Signal(range(self.drain + 2))
+        with m.If(stopped & (since != self.drain + 1)):
+            m.d.sync += since.eq(since + 1)
         idle_seen = Signal()
         with m.If(stopped & core.idle & ~pv):
             m.d.sync += idle_seen.eq(1)
@@ -429,13 +441,17 @@ class FormalTop(Elaboratable):
         # ---------------- covers ----------------
         self.covers = {}
 
+        self.cover_lines = {}
+
         def cover(name, cond):
             sig = Signal(name=f"cover_{name}")
-            m.d.comb += [sig.eq(cond), Cover(sig)]
+            m.d.comb += [sig.eq(cond), Cover(sig, name, src_loc_at=1)]
             self.covers[name] = sig
+            self.cover_lines[sys._getframe(1).f_lineno] = name
         for verdict in V:
             cover(f"verdict_{verdict.name.lower()}", vv & (vcode == verdict) & (expect == verdict))
         cover("result_full_round", o_fire & (status_n == 3) & r["mc"] & (dest == 2))
+        cover("result_one_worker_round", o_fire & (oh.job == 1) & r["mc"])
         cover("result_retransmit", o_fire & ~r["mc"])
         cover("write_job1_slot", wr & (wr_addr == 1))
         cover("bad_slot_into_job1", vv & (vcode == V.BAD_SLOT) & (h["job"] == 0)
