@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import stream
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
+
+from netagg.hdl.checked import CheckedComponent
 
 
 def divisor_for(clk_hz: float, baud: int) -> int:
@@ -28,21 +30,22 @@ def divisor_for(clk_hz: float, baud: int) -> int:
     return div
 
 
-def _check_divisor(component, divisor):
+def check_divisor(divisor: int) -> None:
+    """Raise ``ValueError`` unless ``divisor`` (clock cycles per bit) is usable."""
     if isinstance(divisor, bool) or not isinstance(divisor, int) or divisor < 4:
-        component._MustUse__silence = True      # refused: no "created but never used" warning
         raise ValueError(f"divisor must be an integer >= 4 (cycles per bit), not {divisor!r}")
 
 
-class UARTTx(wiring.Component):
+class UARTTx(CheckedComponent):
     """Sends each byte of ``i`` as one 8N1 character on ``tx``.
 
     Throughput: one byte per 10 bit times; ``i.ready`` is high when idle.
     ``busy`` is high while a character is on the line.
     """
 
+    check = staticmethod(check_divisor)
+
     def __init__(self, divisor: int):
-        _check_divisor(self, divisor)
         self._divisor = divisor
         super().__init__({
             "i": In(stream.Signature(8)),
@@ -73,7 +76,7 @@ class UARTTx(wiring.Component):
         return m
 
 
-class UARTRx(wiring.Component):
+class UARTRx(CheckedComponent):
     """Receives 8N1 characters from ``rx`` (synchronised here) as bytes on ``o``.
 
     A byte is offered on ``o`` from the middle of its stop bit until taken;
@@ -82,8 +85,9 @@ class UARTRx(wiring.Component):
     pulses ``frame_error``.
     """
 
+    check = staticmethod(check_divisor)
+
     def __init__(self, divisor: int):
-        _check_divisor(self, divisor)
         self._divisor = divisor
         super().__init__({
             "rx": In(1, init=1),

@@ -25,6 +25,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .checked import CheckedComponent
+
 __all__ = [
     "FloatFormat", "FP32", "BF16", "FPAdd", "FPMinMax", "FP32ToBF16", "BF16ToFP32",
 ]
@@ -155,7 +157,7 @@ _ADD_CUTS = {
 }
 
 
-class FPAdd(wiring.Component):
+class FPAdd(CheckedComponent):
     """IEEE 754 adder ``r = a + b`` for a :class:`FloatFormat`.
 
     Round to nearest, ties to even; full subnormal support (no flush to
@@ -181,13 +183,14 @@ class FPAdd(wiring.Component):
 
     MAX_STAGES = max(_ADD_CUTS)
 
-    def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5):
+    @classmethod
+    def check(cls, fmt: FloatFormat = FP32, *, stages: int = 5) -> None:
         if not isinstance(fmt, FloatFormat):
-            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"fmt must be a FloatFormat, not {fmt!r}")
-        if not isinstance(stages, int) or not 0 <= stages <= self.MAX_STAGES:
-            self._MustUse__silence = True    # no "never used" warning
-            raise ValueError(f"stages must be an int in 0..{self.MAX_STAGES}, not {stages!r}")
+        if not isinstance(stages, int) or not 0 <= stages <= cls.MAX_STAGES:
+            raise ValueError(f"stages must be an int in 0..{cls.MAX_STAGES}, not {stages!r}")
+
+    def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5):
         self._fmt = fmt
         self._stages = stages
         super().__init__({
@@ -339,7 +342,7 @@ class FPAdd(wiring.Component):
         return m
 
 
-class FPMinMax(wiring.Component):
+class FPMinMax(CheckedComponent):
     """Float min or max (``max`` high), combinational.
 
     NaN-propagating: any NaN input gives the canonical NaN and raises
@@ -347,10 +350,12 @@ class FPMinMax(wiring.Component):
     value (no flush to zero).
     """
 
-    def __init__(self, fmt: FloatFormat = FP32):
+    @staticmethod
+    def check(fmt: FloatFormat = FP32) -> None:
         if not isinstance(fmt, FloatFormat):
-            self._MustUse__silence = True    # no "never used" warning
             raise ValueError(f"fmt must be a FloatFormat, not {fmt!r}")
+
+    def __init__(self, fmt: FloatFormat = FP32):
         self._fmt = fmt
         super().__init__({
             "a": In(fmt.layout),

@@ -5,20 +5,25 @@ min and max (``../shared/spec/protocol.md``, Arithmetic; golden model
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from .checked import CheckedComponent
 
 __all__ = ["IntAdd", "IntMinMax"]
 
 
-class IntAdd(wiring.Component):
+def _check_width(width: int = 32) -> None:
+    if not isinstance(width, int) or width < 2:
+        raise ValueError(f"width must be an int >= 2, not {width!r}")
+
+
+class IntAdd(CheckedComponent):
     """``r = a + b`` modulo 2**width (two's complement wrapping); ``ovf`` is
     high when the signed sum wrapped. Combinational (latency 0)."""
 
+    check = staticmethod(_check_width)
+
     def __init__(self, width: int = 32):
-        if not isinstance(width, int) or width < 2:
-            self._MustUse__silence = True    # no "never used" warning
-            raise ValueError(f"width must be an int >= 2, not {width!r}")
         self._width = width
         super().__init__({"a": In(width), "b": In(width), "r": Out(width), "ovf": Out(1)})
 
@@ -37,14 +42,13 @@ class IntAdd(wiring.Component):
         return m
 
 
-class IntMinMax(wiring.Component):
+class IntMinMax(CheckedComponent):
     """Signed min (``max`` low) or max (``max`` high) of ``a`` and ``b``.
     Combinational (latency 0)."""
 
+    check = staticmethod(_check_width)
+
     def __init__(self, width: int = 32):
-        if not isinstance(width, int) or width < 2:
-            self._MustUse__silence = True    # no "never used" warning
-            raise ValueError(f"width must be an int >= 2, not {width!r}")
         self._width = width
         super().__init__({"a": In(width), "b": In(width), "max": In(1), "r": Out(width)})
 

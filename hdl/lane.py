@@ -6,10 +6,11 @@ Arithmetic; golden model :func:`netagg.sim.arith.to_acc` and
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from . import layouts
+from .checked import CheckedComponent
 from .fp import BF16, FP32, FPAdd, FPMinMax
 from .intalu import IntAdd, IntMinMax
 from .layouts import DType, Op
@@ -39,7 +40,7 @@ _OPS = {"sum": Op.SUM, "min": Op.MIN, "max": Op.MAX}
 _SEL_EARLY, _SEL_ADD32, _SEL_ADD16 = 0, 1, 2
 
 
-class Lane(wiring.Component):
+class Lane(CheckedComponent):
     """Per beat: if ``first``, ``r, nan = to_acc(dtype, b, mode)`` and
     ``ovf = 0``; else ``r, nan, ovf = combine(dtype, op, a, b, mode)``,
     bit-exact with :mod:`netagg.sim.arith` (``mode`` = ``bf16_accumulate``).
@@ -63,11 +64,6 @@ class Lane(wiring.Component):
 
     def __init__(self, *, dtypes=("int32", "fp32", "bf16"), ops=("sum", "min", "max"),
                  bf16_accumulate="fp32", stages=None):
-        try:
-            self._check(dtypes, ops, bf16_accumulate, stages)
-        except ValueError:
-            self._MustUse__silence = True      # no "created but never used" warning
-            raise
         dtypes, ops = tuple(dtypes), tuple(ops)
         self._dtypes = frozenset(dtypes)
         self._ops = frozenset(ops)
@@ -79,7 +75,9 @@ class Lane(wiring.Component):
         })
 
     @staticmethod
-    def _check(dtypes, ops, bf16_accumulate, stages):
+    def check(*, dtypes=("int32", "fp32", "bf16"), ops=("sum", "min", "max"),
+              bf16_accumulate="fp32", stages=None) -> None:
+        """Raise ``ValueError`` unless the build options are valid."""
         if isinstance(dtypes, str) or isinstance(ops, str):
             raise ValueError("dtypes and ops must be tuples of names, not strings")
         try:
@@ -109,6 +107,11 @@ class Lane(wiring.Component):
     def latency(self) -> int:
         """Cycles from an accepted ``i`` beat to its ``o`` beat (o.ready high)."""
         return self._stages + 1
+
+    @staticmethod
+    def latency_of(stages=None) -> int:
+        """:attr:`latency` of a lane built with ``stages`` (without building one)."""
+        return (DEFAULT_STAGES if stages is None else stages) + 1
 
     @property
     def dtypes(self) -> frozenset:

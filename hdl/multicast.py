@@ -4,15 +4,16 @@ worker of the job (one egress stream and a replicator)."""
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.fp import FP32ToBF16
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
-from netagg.hdl.slot_table import result_beat, result_desc
+from netagg.hdl.slot_layouts import result_beat, result_desc
 from netagg.params import Params
 
 
@@ -57,7 +58,7 @@ def _out_entry(params: Params) -> data.StructLayout:
     })
 
 
-class Multicast(wiring.Component):
+class Multicast(CheckedComponent):
     """Turns completed rounds and retransmissions into RESULT messages.
 
     ``res_desc`` / ``res_beat`` (from the slot table): a RESULT's descriptor,
@@ -74,10 +75,12 @@ class Multicast(wiring.Component):
     its last copy has left). Throughput: one beat per cycle.
     """
 
-    def __init__(self, params: Params, depth: int):
-        if depth < params.beats or depth & (depth - 1):
-            self._MustUse__silence = True   # refused: never elaborated
+    @staticmethod
+    def check(params: Params, depth: int) -> None:
+        if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= K/L ({params.beats}), not {depth}")
+
+    def __init__(self, params: Params, depth: int):
         self._params = params
         self._depth = depth
         super().__init__({

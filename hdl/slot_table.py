@@ -1,80 +1,44 @@
 """The slot table: SwitchML's two copies per slot, in block RAM, and the
-engine that applies protocol.md's slot algorithm to each validated message."""
+engine that applies protocol.md's slot algorithm to each validated message.
+
+Parts (docs/architecture.md, Slot table): :class:`~netagg.hdl.payload_buffer.PayloadBuffer`
+(payload beats), :class:`~netagg.hdl.decision.Decision` (the algorithm, a
+function of a message and its slot word), :class:`~netagg.hdl.issue_queue.IssueQueue`
+(decided messages through the lanes' read-add-write loop) and
+:class:`~netagg.hdl.credit.ResultCredit` (room in the multicast back-end).
+:class:`SlotTable` holds the slot words and sequences the decisions.
+"""
 
 from __future__ import annotations
 
-import enum as py_enum
-
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.checked import CheckedComponent
+from netagg.hdl.credit import ResultCredit
+from netagg.hdl.decision import Decision
+from netagg.hdl.issue_queue import IssueQueue
 from netagg.hdl.lane import Lane
+from netagg.hdl.payload_buffer import PayloadBuffer
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
+from netagg.hdl.slot_layouts import (
+    Mode,
+    beat_count_bits,
+    copy_state,
+    result_beat,
+    result_desc,
+    slot_state,
+)
 from netagg.hdl.validator import descriptor, payload_beat
 from netagg.params import Params
 
-
-def copy_state(params: Params) -> data.StructLayout:
-    """One copy of a slot: contributor bitmap, count, done flag, round metadata."""
-    return data.StructLayout({
-        "bits": unsigned(params.workers),
-        "n": unsigned(layouts.bits_for(params.workers + 1)),
-        "done": unsigned(1),
-        "dtype": layouts.DType,
-        "op": layouts.Op,
-        "count": unsigned(layouts.bits_for(params.elements + 1)),
-        "offset": unsigned(32),
-    })
+__all__ = ["SlotTable", "copy_state", "slot_state", "result_desc", "result_beat"]
 
 
-def slot_state(params: Params) -> data.ArrayLayout:
-    """Both copies of a slot (index = ver), one block RAM word."""
-    return data.ArrayLayout(copy_state(params), 2)
-
-
-def acc_word(params: Params) -> data.StructLayout:
-    """One beat of a copy's accumulators, with the round's sticky flags for
-    the beat's valid lanes."""
-    return data.StructLayout({
-        "data": data.ArrayLayout(unsigned(32), params.lanes),
-        "nan": unsigned(1),
-        "ovf": unsigned(1),
-    })
-
-
-def result_desc(params: Params) -> data.StructLayout:
-    """A RESULT to send: the round's header fields and its destinations."""
-    return data.StructLayout({
-        "meta": layouts.message_meta(params),  # the round; worker = unicast destination
-        "tag": unsigned(layouts.TAG_BITS),
-        "multicast": unsigned(1),     # to workers 0..workers-1, else to meta.worker
-        "workers": unsigned(8),
-        "n": unsigned(layouts.bits_for(params.workers + 1)),
-        "beats": unsigned(layouts.bits_for(params.beats + 1)),
-    })
-
-
-def result_beat(params: Params) -> data.StructLayout:
-    return data.StructLayout({
-        "data": data.ArrayLayout(unsigned(32), params.lanes),
-        "mask": unsigned(params.lanes),   # lanes holding elements (< count)
-        "bf16": unsigned(1),              # a bf16 round (data widened to binary32)
-        "nan": unsigned(1),
-        "ovf": unsigned(1),
-        "last": unsigned(1),
-    })
-
-
-class _Mode(py_enum.IntEnum):
-    LANES = 0        # combine the payload into the copy (first or later contribution)
-    RETRANSMIT = 1   # discard the payload, resend the stored result
-    DISCARD = 2      # discard the payload (a dropped message)
-
-
-class SlotTable(wiring.Component):
+class SlotTable(CheckedComponent):
     """Applies the slot algorithm of protocol.md to validated messages.
 
     State: S slot words (both copies' bitmaps, counts, done flags and round
@@ -101,25 +65,34 @@ class SlotTable(wiring.Component):
     cycle late). Decisions are at least four cycles apart (state read, decision
     terms and decision are registered): messages of four beats or more keep
     the lanes busy. Loop latency: ``loop_latency`` = lane latency + 3.
+
+    The decision pipeline of the message at the head of ``desc`` (``age``
+    counts its cycles there, saturating at 3): age 0, its slot word is read
+    and its descriptor registered; age 1, the word is registered; age 2, the
+    decision terms (:class:`Decision`'s outputs) are registered; from age 3
+    it is decided as soon as the issue queue has room (a combine: an entry
+    free; anything else: the queue empty), the back-end has credit for its
+    RESULT and ``res_desc`` is ready. A message dropped by the validator
+    needs no slot word and is decided from age 2. At the decision the verdict
+    is registered, the slot word is written (ACCEPT), the RESULT descriptor
+    is offered and the message is pushed to the issue queue (a combine or a
+    retransmission) or its payload released (anything else).
     """
 
-    def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None):
-        if data_beats < params.beats or data_beats & (data_beats - 1):
-            self._MustUse__silence = True   # refused: never elaborated
-            raise ValueError(f"data_beats must be a power of two >= K/L ({params.beats}), "
-                             f"not {data_beats}")
-        self._data_beats = data_beats
+    @staticmethod
+    def check(params: Params, *, result_beats: int, data_beats: int, fp_stages=None) -> None:
+        PayloadBuffer.check(params, depth=data_beats)
         if result_beats < params.beats:
-            self._MustUse__silence = True   # refused: never elaborated
             raise ValueError(f"result_beats ({result_beats}) must hold one full RESULT "
                              f"({params.beats} beats)")
+        IssueQueue.check(params, data_beats=data_beats, fp_stages=fp_stages)
+
+    def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None):
         self._params = params
+        self._data_beats = data_beats
         self._result_beats = result_beats
-        self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
-                               bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
-        probe = Lane(**self._lane_args)
-        probe._MustUse__silence = True     # only asked for its latency
-        self._lane_latency = probe.latency
+        self._fp_stages = fp_stages
+        self._lane_latency = Lane.latency_of(fp_stages)
         super().__init__({
             "desc": In(stream.Signature(descriptor(params))),
             "data": In(stream.Signature(payload_beat(params))),
@@ -142,415 +115,142 @@ class SlotTable(wiring.Component):
         """Cycles from reading a beat's accumulators to writing them back."""
         return self._lane_latency + 3
 
+    @staticmethod
+    def loop_latency_of(fp_stages=None) -> int:
+        """:attr:`loop_latency` of a slot table built with ``fp_stages``."""
+        return Lane.latency_of(fp_stages) + 3
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        L, B, S = p.lanes, p.beats, p.slots
-        D = self._lane_latency
+        S = p.slots
         V = layouts.Verdict
 
-        # ---------------- memories ----------------
+        m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats)
+        m.submodules.decision = decision = Decision(p)
+        m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
+                                                fp_stages=self._fp_stages)
+        m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
+
+        wiring.connect(m, wiring.flipped(self.data), payload.w)
+        wiring.connect(m, wiring.flipped(self.res_free), credit.free)
+        wiring.connect(m, issue.res_beat, wiring.flipped(self.res_beat))
+        m.d.comb += [payload.rd_addr.eq(issue.data_addr), issue.data.eq(payload.rd_data),
+                     self.stall.eq(issue.stall)]
+
+        # ---------------- slot words; after reset, cleared ----------------
         # A slot word is never used as read in the cycle it is written (decisions
-        # re-read the state), nor a payload beat: no read-during-write logic.
+        # re-read the state): no read-during-write logic.
         m.submodules.state_mem = state_mem = Memory(shape=slot_state(p), depth=S, init=[],
                                                     attrs=NO_RW_CHECK)
-        st_wr = state_mem.write_port()
-        m.submodules.acc_mem = acc_mem = Memory(shape=acc_word(p), depth=2 * S * B, init=[])
-        acc_wr = acc_mem.write_port()
-        acc_rd = acc_mem.read_port(transparent_for=(acc_wr,))
-
-        lanes = []
-        for i in range(L):
-            lane = Lane(**self._lane_args)
-            m.submodules[f"lane{i}"] = lane
-            m.d.comb += lane.o.ready.eq(1)
-            lanes.append(lane)
-
-        # ---------------- reset: clear the slot words ----------------
+        state_wr = state_mem.write_port()
         clearing = Signal(init=1)
         clear_addr = Signal(range(S + 1))
         with m.If(clearing):
-            m.d.comb += [st_wr.addr.eq(clear_addr), st_wr.data.eq(0), st_wr.en.eq(1)]
+            m.d.comb += [state_wr.addr.eq(clear_addr), state_wr.data.eq(0), state_wr.en.eq(1)]
             m.d.sync += clear_addr.eq(clear_addr + 1)
             with m.If(clear_addr == S - 1):
                 m.d.sync += clearing.eq(0)
         m.d.comb += self.ready.eq(~clearing)
 
-        # ---------------- result buffer credit ----------------
-        credit = Signal(range(self._result_beats + 1), init=self._result_beats)
-        credit_take = Signal(range(self._result_beats + 1))
-        credit_back = Mux(self.res_free.valid, self.res_free.payload, 0)
-        credit_next = Signal(range(self._result_beats + 1))
-        credit_ok = Signal(init=1)   # room for a full RESULT (registered)
-        m.d.comb += credit_next.eq(credit - credit_take + credit_back)
-        m.d.sync += [credit.eq(credit_next), credit_ok.eq(credit_next >= B)]
-
-        # ---------------- the message at the head: state lookup ----------------
-        st_rd_data = registered_read(m, state_mem, self.desc.payload.slot_abs,
-                                     name="st_rd_data")
+        # ---------------- the message at the head ----------------
+        state_read = registered_read(m, state_mem, self.desc.payload.slot_abs,
+                                     name="state_read")
         # The head's descriptor comes straight from the FIFO's RAM: the decision
-        # logic uses a copy in registers (N's own from age 1 on).
-        N = Signal(descriptor(p))
-        m.d.sync += N.eq(self.desc.payload)
-        hdr = N.meta
-        # Cycles the head has been at the head, saturating at 3: its copy and
-        # its state read are registered (1), the state is registered (2) and
-        # so are its decision terms (3), which a decision needs. Decisions are
-        # thus at least 4 cycles apart (a drop, which needs no state: 3), and
-        # the write of one is seen by the read for the next.
+        # uses a copy in registers (the head's own from age 1 on).
+        head = Signal(descriptor(p))
+        m.d.sync += head.eq(self.desc.payload)
+        state = Signal(slot_state(p))
+        m.d.sync += state.eq(state_read)
         age = Signal(2)
         with m.If(~self.desc.valid | self.desc.ready | clearing):
             m.d.sync += age.eq(0)
         with m.Elif(age != 3):
             m.d.sync += age.eq(age + 1)
+        m.d.comb += [decision.desc.eq(head), decision.state.eq(state)]
 
-        # ---------------- payload buffer ----------------
-        # Payload beats in arrival order, read by address: a message can
-        # overtake one of another slot that waits on a hazard.
-        DB = self._data_beats
-        dbits = layouts.bits_for(DB)
-        m.submodules.data_mem = data_mem = Memory(shape=payload_beat(p), depth=DB, init=[],
-                                                  attrs=NO_RW_CHECK)
-        d_wr = data_mem.write_port()
-        wp = Signal(dbits + 1)       # beats written (mod 2 DB)
-        fp = Signal(dbits + 1)       # beats freed
-        dptr = Signal(dbits + 1)     # first beat of the message at the FIFO head
-        occupancy = Signal(dbits + 1)
-        data_room = Signal()         # registered: a beat written now still fits
-        m.d.sync += data_room.eq(occupancy < DB - 1)
-        m.d.comb += [
-            occupancy.eq(wp - fp),
-            self.data.ready.eq(data_room),
-            d_wr.addr.eq(wp[:dbits]),
-            d_wr.data.eq(self.data.payload),
-            d_wr.en.eq(self.data.valid & self.data.ready),
-        ]
-        with m.If(self.data.valid & self.data.ready):
-            m.d.sync += wp.eq(wp + 1)
-        free_fin = Signal(dbits + 2)       # payload beats of finished combines, in order
-        free_dec = Signal(dbits + 2)       # payload beats of a message decided not to combine
-
-        # ---------------- the decided messages: a queue of two ----------------
-        bbits = layouts.bits_for(B + 1)
-        ctx_l = data.StructLayout({
-            "valid": unsigned(1), "rtx": unsigned(1),
-            "slot": unsigned(layouts.bits_for(S)), "first": unsigned(1), "result": unsigned(1),
-            "dtype": layouts.DType, "op": layouts.Op, "beat": unsigned(bbits),
-            "lastb": unsigned(bbits), "rem": unsigned(layouts.bits_for(p.elements + 1)),
-            "aaddr": acc_rd.addr.shape(), "daddr": unsigned(dbits), "dbeats": unsigned(bbits),
-            "done": unsigned(1),      # every beat issued; leaves the queue next cycle
-            "blocked": unsigned(1),   # may not overtake the entry ahead of it
-        })
-        q = [Signal(ctx_l, name="q0"), Signal(ctx_l, name="q1")]
-        deferred = Signal(dbits + 2)       # freed beats of messages that overtook q0
-
-        # Pipeline registers: s0 (RAM addresses), s1 (RAMs being read), s2
-        # (RAM outputs registered: the lanes' inputs), then D lane stages.
-        def meta_layout():
-            return data.StructLayout({
-                "valid": unsigned(1), "rtx": unsigned(1), "addr": acc_rd.addr.shape(),
-                "mask": unsigned(L), "last": unsigned(1), "first": unsigned(1),
-                "result": unsigned(1), "nan": unsigned(1), "ovf": unsigned(1),
-                "bf16": unsigned(1),
-            })
-        s0 = Signal(meta_layout())
-        s0_dtype = Signal(layouts.DType)
-        s0_op = Signal(layouts.Op)
-        s0_daddr = Signal(dbits)
-        s1 = Signal(meta_layout())
-        s1_dtype = Signal(layouts.DType)
-        s1_op = Signal(layouts.Op)
-        s2 = Signal(meta_layout())
-        s2_dtype = Signal(layouts.DType)
-        s2_op = Signal(layouts.Op)
-        dl = [Signal(meta_layout(), name=f"d{k}") for k in range(D)]
-        # Entries whose write-back is still ahead (the last one writes this
-        # cycle, and the read port is transparent to it).
-        pending = [s0, s1, s2] + dl[:D - 1]
-        # Registered: a retransmission waits in q0 with nothing issuing, so the
-        # pipeline seen a cycle ago bounds the one now.
-        lanes_busy = Signal()
-        m.d.sync += lanes_busy.eq(Cat(e.valid & ~e.rtx for e in [s0, s1, s2] + dl).any())
-
-        addrs, left, haz = [], [], []
-        for k, e in enumerate(q):
-            a = Signal(acc_rd.addr.shape(), name=f"q{k}_addr")
-            h = Signal(name=f"q{k}_hazard")
-            m.d.comb += [a.eq(e.aaddr), h.eq(0)]
-            for pe in pending:
-                with m.If(pe.valid & ~pe.rtx & (pe.addr == a)):
-                    m.d.comb += h.eq(1)
-            addrs.append(a)
-            haz.append(h)
-            left.append(e.valid & ~e.done)
-        q0, q1 = q
-        cand0 = left[0] & ~q0.rtx & ~haz[0]
-        rtx0 = left[0] & q0.rtx & ~lanes_busy
-        # q1 overtakes only a stalled combine of another slot, and two RESULTs never interleave.
-        cand1 = left[1] & ~q1.rtx & ~haz[1] & (~q1.blocked | ~left[0])
-        sel0 = Signal()
-        sel1 = Signal()
-        issue_lanes = Signal()
-        issue_rtx = Signal()
-        m.d.comb += [
-            sel0.eq(cand0 | rtx0),
-            sel1.eq(~(cand0 | rtx0) & cand1),
-            issue_lanes.eq(cand0 | sel1),
-            issue_rtx.eq(rtx0),
-        ]
+        # ---------------- the decision terms, registered ----------------
+        terms = Signal(data.StructLayout({
+            "verdict": layouts.Verdict,
+            "mode": Mode,
+            "needs_result": unsigned(1),
+            "result_beats": unsigned(beat_count_bits(p)),
+            "result_n": decision.result_n.shape(),
+            "completes": unsigned(1),
+            "new_state": slot_state(p),
+        }))
         m.d.sync += [
-            self.stall.eq(~sel0 & ~sel1 & ((left[0] & ~q0.rtx) | (left[1] & ~q1.rtx))),
+            terms.verdict.eq(decision.verdict),
+            terms.mode.eq(decision.mode),
+            terms.needs_result.eq(decision.needs_result),
+            terms.result_beats.eq(Mux(decision.needs_result, decision.beats, 0)),
+            terms.result_n.eq(decision.result_n),
+            terms.completes.eq(decision.completes),
+            terms.new_state.eq(decision.new_state),
         ]
-        e = Signal(ctx_l)
-        e_addr = Signal(acc_rd.addr.shape())
-        m.d.comb += [e.eq(Mux(sel1, q1, q0)), e_addr.eq(Mux(sel1, addrs[1], addrs[0]))]
 
-        mask = Signal(L)
-        for i in range(L):
-            m.d.comb += mask[i].eq(e.rem > i)
-        m.d.sync += [
-            s0.valid.eq(issue_lanes | issue_rtx),
-            s0.rtx.eq(issue_rtx),
-            s0.addr.eq(e_addr),
-            s0.mask.eq(mask),
-            s0.last.eq(e.beat == e.lastb),
-            s0.first.eq(e.first),
-            s0.result.eq(e.result),
-            s0.bf16.eq(e.dtype == layouts.DType.BF16),
-            s0_dtype.eq(e.dtype),
-            s0_op.eq(e.op),
-            s0_daddr.eq(e.daddr),
-        ]
-        m.d.comb += [acc_rd.addr.eq(s0.addr), acc_rd.en.eq(1)]
-        m.d.sync += [s1.eq(s0), s1_dtype.eq(s0_dtype), s1_op.eq(s0_op)]
-        s1_b = registered_read(m, data_mem, s0_daddr, name="s1_b")
-
-        # The queue after this cycle's issue.
-        qu = [Signal(ctx_l, name="q0_next"), Signal(ctx_l, name="q1_next")]
-        fin = []
-        for k, (cur, nxt, sel) in enumerate(zip(q, qu, (sel0, sel1), strict=True)):
-            m.d.comb += nxt.eq(cur)
-            with m.If(sel):
-                m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.aaddr.eq(cur.aaddr + 1),
-                             nxt.daddr.eq(cur.daddr + 1),
-                             nxt.rem.eq(Mux(cur.rem > L, cur.rem - L, 0))]
-                with m.If(cur.beat == cur.lastb):
-                    m.d.comb += nxt.done.eq(1)
-            f = Signal(name=f"q{k}_leaving")
-            m.d.comb += f.eq(cur.valid & cur.done)
-            fin.append(f)
-        # Entries leave the cycle after their last beat: only registers decide.
-        keep0 = q0.valid & ~q0.done
-        keep1 = q1.valid & ~q1.done
-
-        # Payload buffer space comes back in arrival order.
-        with m.If(fin[0]):
-            m.d.comb += free_fin.eq(q0.dbeats + deferred + Mux(fin[1], q1.dbeats, 0))
-            m.d.sync += deferred.eq(0)
-        with m.Elif(fin[1]):
-            m.d.sync += deferred.eq(deferred + q1.dbeats)
-
-        # s2: the RAM outputs, registered; lane inputs. The meta delay line
-        # follows the lanes.
-        ar = acc_rd.data
-        a_r = Signal(acc_word(p))
-        b_r = Signal(payload_beat(p))
-        s2_rtx = Signal()            # s2 holds a beat of a retransmission (not for the lanes)
-        m.d.sync += [s2.eq(s1), s2_dtype.eq(s1_dtype), s2_op.eq(s1_op), a_r.eq(ar), b_r.eq(s1_b),
-                     s2_rtx.eq(s1.valid & s1.rtx)]
-        with m.If(s1.rtx):
-            m.d.sync += s2.valid.eq(0)
-        for i, lane in enumerate(lanes):
-            m.d.comb += [
-                lane.i.valid.eq(s2.valid),
-                lane.i.payload.a.eq(a_r.data[i]),
-                lane.i.payload.b.eq(b_r[i]),
-                lane.i.payload.dtype.eq(s2_dtype),
-                lane.i.payload.op.eq(s2_op),
-                lane.i.payload.first.eq(s2.first),
-            ]
-        if D:
-            m.d.sync += [dl[0].eq(s2), dl[0].nan.eq(a_r.nan), dl[0].ovf.eq(a_r.ovf)]
-            for k in range(1, D):
-                m.d.sync += dl[k].eq(dl[k - 1])
-            out = dl[D - 1]
-        else:  # pragma: no cover - lanes always have a latency
-            raise ValueError("lanes with zero latency are not supported")
-
-        # Write-back with the new sticky flags of the beat.
-        lane_nan = Cat(lane.o.payload.nan for lane in lanes) & out.mask
-        lane_ovf = Cat(lane.o.payload.ovf for lane in lanes) & out.mask
-        new_nan = (out.nan & ~out.first) | lane_nan.any()
-        new_ovf = (out.ovf & ~out.first) | lane_ovf.any()
-        with m.If(out.valid):
-            m.d.comb += [
-                acc_wr.addr.eq(out.addr),
-                acc_wr.en.eq(1),
-                acc_wr.data.nan.eq(new_nan),
-                acc_wr.data.ovf.eq(new_ovf),
-            ]
-            for i, lane in enumerate(lanes):
-                m.d.comb += acc_wr.data.data[i].eq(lane.o.payload.r)
-
-        # RESULT beats: from the lanes (a completing round) or the registered
-        # RAM output (a retransmission, issued only once the lanes are empty).
-        rb = self.res_beat
-        m.d.sync += rb.valid.eq(0)
-        with m.If(out.valid & out.result):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(out.mask),
-                         rb.payload.nan.eq(new_nan), rb.payload.ovf.eq(new_ovf),
-                         rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16)]
-            for i, lane in enumerate(lanes):
-                m.d.sync += rb.payload.data[i].eq(lane.o.payload.r)
-        with m.Elif(s2_rtx):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(s2.mask),
-                         rb.payload.nan.eq(a_r.nan), rb.payload.ovf.eq(a_r.ovf),
-                         rb.payload.last.eq(s2.last), rb.payload.bf16.eq(s2.bf16),
-                         rb.payload.data.eq(a_r.data)]
-
-        # ---------------- the decision for N ----------------
-        st = Signal(slot_state(p))
-        m.d.sync += st.eq(st_rd_data)
-        ver = hdr.ver
-        c = st[ver]
-        o = st[~ver]
-        w_onehot = Signal(p.workers)
-        for i in range(p.workers):
-            m.d.comb += w_onehot[i].eq(hdr.worker == i)
-        is_new = ~(c.bits & w_onehot).any()
-        meta_diff = ((hdr.dtype != c.dtype) | (hdr.op != c.op) | (hdr.count != c.count)
-                     | (hdr.offset != c.offset))
-        open_copy = (c.n != 0) & ~c.done
-        fresh_round = (c.n == 0) | c.done
-        n_new = Mux(fresh_round, 1, c.n + 1)
-        complete = n_new == N.workers
-        pkt_beats = Signal(bbits)
-        c_beats = Signal(bbits)
-        if L > 1:
-            m.d.comb += [pkt_beats.eq((hdr.count + (L - 1)) >> (L - 1).bit_length()
-                                      if L & (L - 1) == 0 else (hdr.count + L - 1) // L),
-                         c_beats.eq((c.count + (L - 1)) >> (L - 1).bit_length()
-                                    if L & (L - 1) == 0 else (c.count + L - 1) // L)]
-        else:
-            m.d.comb += [pkt_beats.eq(hdr.count), c_beats.eq(c.count)]
-
-        # The decision terms, registered (valid once age >= 2 for the state).
-        verdict_c = Signal(V)
-        mode_c = Signal(2)
-        needs_result_c = Signal()
-        res_beats_c = Signal(bbits)
-        verdict = Signal(V)
-        mode = Signal(2)
-        needs_result = Signal()
-        res_beats = Signal(bbits)
-        m.d.sync += [verdict.eq(verdict_c), mode.eq(mode_c), needs_result.eq(needs_result_c),
-                     res_beats.eq(res_beats_c)]
-        with m.If(N.verdict != V.ACCEPT):
-            m.d.comb += [verdict_c.eq(N.verdict), mode_c.eq(_Mode.DISCARD)]
-        with m.Elif(is_new & open_copy & meta_diff):
-            m.d.comb += [verdict_c.eq(V.MISMATCH), mode_c.eq(_Mode.DISCARD)]
-        with m.Elif(is_new):
-            m.d.comb += [verdict_c.eq(V.ACCEPT), mode_c.eq(_Mode.LANES),
-                         needs_result_c.eq(complete), res_beats_c.eq(pkt_beats)]
-        with m.Elif(c.done):
-            m.d.comb += [verdict_c.eq(V.RETRANSMIT), mode_c.eq(_Mode.RETRANSMIT),
-                         needs_result_c.eq(1), res_beats_c.eq(c_beats)]
-        with m.Else():
-            m.d.comb += [verdict_c.eq(V.DUPLICATE), mode_c.eq(_Mode.DISCARD)]
-
-        needs_state = N.verdict == V.ACCEPT
+        # ---------------- the decision ----------------
+        needs_state = head.verdict == V.ACCEPT
         # Only registered terms: a combine needs a free queue entry, anything
         # else an empty queue.
-        room = Mux(mode == _Mode.LANES, ~(keep0 & keep1), ~keep0 & ~keep1)
+        room = Mux(terms.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
         decide = Signal()
         m.d.comb += decide.eq(
             self.desc.valid & ~clearing & room & Mux(needs_state, age == 3, age >= 2)
-            & (~needs_result | credit_ok) & self.res_desc.ready)
+            & (~terms.needs_result | credit.ok) & self.res_desc.ready)
         m.d.comb += self.desc.ready.eq(decide)
 
-        new_state = Signal(slot_state(p))
-        m.d.comb += new_state.eq(st)
-        with m.If(o.done):
-            m.d.comb += new_state[~ver].bits.eq(o.bits & ~w_onehot)
-        with m.If(fresh_round):
-            m.d.comb += [
-                new_state[ver].bits.eq(w_onehot),
-                new_state[ver].dtype.eq(hdr.dtype),
-                new_state[ver].op.eq(hdr.op),
-                new_state[ver].count.eq(hdr.count),
-                new_state[ver].offset.eq(hdr.offset),
-            ]
-        with m.Else():
-            m.d.comb += new_state[ver].bits.eq(c.bits | w_onehot)
-        m.d.comb += [new_state[ver].n.eq(n_new), new_state[ver].done.eq(complete)]
-        # Registered like the decision terms: N and its state are stable from
-        # age 2 on, so at the decision (age 3) these are N's.
-        new_state_r = Signal(slot_state(p))
-        complete_r = Signal()
-        res_n = Signal(layouts.bits_for(p.workers + 1))
-        m.d.sync += [new_state_r.eq(new_state), complete_r.eq(complete),
-                     res_n.eq(Mux(verdict_c == V.ACCEPT, n_new, c.n))]
-        with m.If(decide & (verdict == V.ACCEPT)):
-            m.d.comb += [st_wr.addr.eq(N.slot_abs), st_wr.data.eq(new_state_r), st_wr.en.eq(1)]
+        with m.If(decide & (terms.verdict == V.ACCEPT)):
+            m.d.comb += [state_wr.addr.eq(head.slot_abs), state_wr.data.eq(terms.new_state),
+                         state_wr.en.eq(1)]
 
-        new = Signal(ctx_l)
+        # The combinational outputs used here depend on the head and its
+        # state only, which are stable from age 2: at the decision they are
+        # the head's, as are the registered terms.
+        req = issue.push.payload
         m.d.comb += [
-            new.valid.eq(mode != _Mode.DISCARD),
-            new.rtx.eq(mode == _Mode.RETRANSMIT),
-            new.slot.eq(N.slot_abs),
-            new.first.eq(fresh_round),
-            new.result.eq(needs_result),
-            new.dtype.eq(Mux(mode == _Mode.RETRANSMIT, c.dtype, hdr.dtype)),  # of the stored round
-            new.op.eq(hdr.op),
-            new.beat.eq(0),
-            new.lastb.eq(Mux(mode == _Mode.RETRANSMIT, c_beats, pkt_beats) - 1),
-            new.rem.eq(Mux(mode == _Mode.RETRANSMIT, c.count, hdr.count)),
-            new.aaddr.eq(Cat(ver, N.slot_abs) * B),
-            new.daddr.eq(dptr[:dbits]),
-            new.dbeats.eq(Mux(mode == _Mode.LANES, N.beats, 0)),
+            issue.push.valid.eq(decide & (terms.mode != Mode.DISCARD)),
+            req.rtx.eq(terms.mode == Mode.RETRANSMIT),
+            req.slot.eq(head.slot_abs),
+            req.ver.eq(head.meta.ver),
+            req.first.eq(decision.first),
+            req.result.eq(terms.needs_result),
+            req.dtype.eq(decision.round.dtype),
+            req.op.eq(decision.round.op),
+            req.beats.eq(decision.beats),
+            req.count.eq(decision.round.count),
+            req.data_addr.eq(payload.head),
+            req.data_beats.eq(Mux(terms.mode == Mode.LANES, head.beats, 0)),
         ]
-        # Behind a message of the same slot, a retransmission, or (for a
-        # RESULT) another RESULT, a combine waits its turn.
-        ahead = Signal(ctx_l)
-        m.d.comb += ahead.eq(Mux(keep0, q0, q1))
-        m.d.comb += new.blocked.eq((ahead.slot == N.slot_abs) | ahead.rtx
-                                   | (ahead.result & needs_result))
-        placed = Signal(ctx_l)
         with m.If(decide):
-            m.d.comb += placed.eq(new)
-            m.d.sync += dptr.eq(dptr + N.beats)
-            with m.If(mode != _Mode.LANES):       # its payload is not needed
-                m.d.comb += free_dec.eq(N.beats)
-            with m.If(needs_result):
-                m.d.comb += credit_take.eq(res_beats)
-        with m.If(keep0):
-            m.d.sync += [q0.eq(qu[0]), q1.eq(Mux(keep1, qu[1], placed))]
-        with m.Elif(keep1):
-            m.d.sync += [q0.eq(qu[1]), q1.eq(placed)]
+            m.d.comb += payload.claim.eq(head.beats)
+            with m.If(terms.mode != Mode.LANES):       # its payload is not needed
+                m.d.comb += payload.release.eq(issue.released + head.beats)
+            with m.Else():
+                m.d.comb += payload.release.eq(issue.released)
+            with m.If(terms.needs_result):
+                m.d.comb += credit.take.eq(terms.result_beats)
         with m.Else():
-            m.d.sync += [q0.eq(placed), q1.eq(0)]
-        m.d.sync += fp.eq(fp + free_fin + free_dec)
+            m.d.comb += payload.release.eq(issue.released)
 
         # Verdict and the RESULT descriptor.
-        m.d.sync += [self.verdict.valid.eq(decide), self.verdict.payload.code.eq(verdict),
-                     self.verdict.payload.tag.eq(N.tag),
-                     self.completed.eq(decide & (verdict == V.ACCEPT) & complete_r)]
+        m.d.sync += [self.verdict.valid.eq(decide), self.verdict.payload.code.eq(terms.verdict),
+                     self.verdict.payload.tag.eq(head.tag),
+                     self.completed.eq(decide & (terms.verdict == V.ACCEPT) & terms.completes)]
         rd = self.res_desc.payload
         m.d.comb += [
-            self.res_desc.valid.eq(decide & needs_result),
-            rd.meta.eq(hdr),
-            rd.tag.eq(N.tag),
-            rd.multicast.eq(verdict == V.ACCEPT),
-            rd.workers.eq(N.workers),
-            rd.n.eq(res_n),
-            rd.beats.eq(res_beats),
+            self.res_desc.valid.eq(decide & terms.needs_result),
+            rd.meta.eq(head.meta),
+            rd.meta.dtype.eq(decision.round.dtype),
+            rd.meta.op.eq(decision.round.op),
+            rd.meta.count.eq(decision.round.count),
+            rd.meta.offset.eq(decision.round.offset),
+            rd.tag.eq(head.tag),
+            rd.multicast.eq(terms.verdict == V.ACCEPT),
+            rd.workers.eq(head.workers),
+            rd.n.eq(terms.result_n),
+            rd.beats.eq(terms.result_beats),
         ]
-        with m.If(verdict == V.RETRANSMIT):
-            m.d.comb += [rd.meta.dtype.eq(c.dtype), rd.meta.op.eq(c.op),
-                         rd.meta.count.eq(c.count), rd.meta.offset.eq(c.offset)]
 
-        m.d.comb += self.busy.eq(q0.valid | q1.valid | (occupancy != 0) | s0.valid | s1.valid
-                                 | s2.valid | s2_rtx
-                                 | rb.valid
-                                 | Cat(e.valid for e in dl).any() | clearing)
+        m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing)
         return m

@@ -1,0 +1,151 @@
+"""The slot algorithm of protocol.md for one message, as a combinational
+function of its descriptor and its slot word (golden model:
+:meth:`netagg.sim.message_model.Switch.receive`)."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from netagg.hdl import layouts
+from netagg.hdl.slot_layouts import Mode, beat_count_bits, round_meta, slot_state
+from netagg.hdl.validator import descriptor
+from netagg.params import Params
+
+__all__ = ["Decision", "beats_of"]
+
+
+def beats_of(count, lanes: int):
+    """ceil(count / lanes) as a value (a shift when ``lanes`` is a power of two)."""
+    if lanes == 1:
+        return count
+    if lanes & (lanes - 1) == 0:
+        return (count + (lanes - 1)) >> (lanes - 1).bit_length()
+    return (count + lanes - 1) // lanes
+
+
+class Decision(wiring.Component):
+    """What the slot algorithm does with one message.
+
+    Combinational (latency 0, no state): every output is a function of
+    ``desc`` and ``state`` alone. The slot table holds both in registers and
+    registers the outputs it needs before acting on them.
+
+    Inputs
+    ------
+    desc : descriptor
+        The message as validated (``validator.descriptor``): its verdict so
+        far (ACCEPT or a drop reason), header fields, job W, absolute slot.
+    state : slot_state
+        The slot's word as stored: both copies (index ``ver``).
+
+    Outputs
+    -------
+    verdict : Verdict
+        The validator's drop reason if any; else MISMATCH (a new contributor
+        with other metadata than the open round), ACCEPT (a new contributor),
+        RETRANSMIT (a known contributor of a completed round) or DUPLICATE.
+    mode : Mode
+        LANES for ACCEPT, RETRANSMIT for RETRANSMIT, DISCARD otherwise.
+    new_state : slot_state
+        The slot word after an ACCEPT (to be written only then): the copy
+        ``ver`` with the worker's bit set (a fresh bitmap and the header's
+        metadata if the copy was empty or done), ``n`` counted and ``done``
+        if ``n`` reached W; in the other copy, if done, the worker's bit is
+        cleared (it has that copy's RESULT).
+    first : 1
+        The contribution opens a round (the copy was empty or done).
+    completes : 1
+        ACCEPT and the round is now complete: a RESULT to workers 0..W-1.
+    needs_result : 1
+        ``completes`` or RETRANSMIT: the message causes a RESULT.
+    result_n : n
+        The RESULT's contributor count (after this message for ACCEPT, the
+        stored one for RETRANSMIT).
+    round : round_meta
+        dtype, op, count, offset of the round the message's beats and its
+        RESULT belong to: the stored copy's for RETRANSMIT, else the header's.
+    beats : beat count
+        ceil(round.count / L): the beats to combine or to resend.
+    """
+
+    def __init__(self, params: Params):
+        self._params = params
+        n_shape = slot_state(params).elem_shape["n"].shape
+        super().__init__({
+            "desc": In(descriptor(params)),
+            "state": In(slot_state(params)),
+            "verdict": Out(layouts.Verdict),
+            "mode": Out(Mode),
+            "new_state": Out(slot_state(params)),
+            "first": Out(1),
+            "completes": Out(1),
+            "needs_result": Out(1),
+            "result_n": Out(n_shape),
+            "round": Out(round_meta(params)),
+            "beats": Out(beat_count_bits(params)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        V = layouts.Verdict
+        desc, hdr = self.desc, self.desc.meta
+        ver = hdr.ver
+        copy = self.state[ver]          # the copy the message is for
+        other = self.state[~ver]
+
+        worker_bit = Signal(p.workers)
+        for i in range(p.workers):
+            m.d.comb += worker_bit[i].eq(hdr.worker == i)
+        new_contributor = ~(copy.bits & worker_bit).any()
+        meta_differs = ((hdr.dtype != copy.dtype) | (hdr.op != copy.op)
+                        | (hdr.count != copy.count) | (hdr.offset != copy.offset))
+        round_open = (copy.n != 0) & ~copy.done
+        fresh_round = (copy.n == 0) | copy.done
+        n_after = Signal(len(copy.n) + 1)
+        m.d.comb += n_after.eq(Mux(fresh_round, 1, copy.n + 1))
+        complete = n_after == desc.workers
+
+        with m.If(desc.verdict != V.ACCEPT):
+            m.d.comb += [self.verdict.eq(desc.verdict), self.mode.eq(Mode.DISCARD)]
+        with m.Elif(new_contributor & round_open & meta_differs):
+            m.d.comb += [self.verdict.eq(V.MISMATCH), self.mode.eq(Mode.DISCARD)]
+        with m.Elif(new_contributor):
+            m.d.comb += [self.verdict.eq(V.ACCEPT), self.mode.eq(Mode.LANES),
+                         self.completes.eq(complete), self.needs_result.eq(complete)]
+        with m.Elif(copy.done):
+            m.d.comb += [self.verdict.eq(V.RETRANSMIT), self.mode.eq(Mode.RETRANSMIT),
+                         self.needs_result.eq(1)]
+        with m.Else():
+            m.d.comb += [self.verdict.eq(V.DUPLICATE), self.mode.eq(Mode.DISCARD)]
+
+        accepted = self.verdict == V.ACCEPT
+        retransmit = self.verdict == V.RETRANSMIT
+        m.d.comb += [
+            self.first.eq(fresh_round),
+            self.result_n.eq(Mux(accepted, n_after, copy.n)),
+            self.round.dtype.eq(Mux(retransmit, copy.dtype, hdr.dtype)),
+            self.round.op.eq(Mux(retransmit, copy.op, hdr.op)),
+            self.round.count.eq(Mux(retransmit, copy.count, hdr.count)),
+            self.round.offset.eq(Mux(retransmit, copy.offset, hdr.offset)),
+            self.beats.eq(beats_of(self.round.count, p.lanes)),
+        ]
+
+        new = self.new_state
+        m.d.comb += new.eq(self.state)
+        with m.If(other.done):
+            m.d.comb += new[~ver].bits.eq(other.bits & ~worker_bit)
+        with m.If(fresh_round):
+            m.d.comb += [
+                new[ver].bits.eq(worker_bit),
+                new[ver].dtype.eq(hdr.dtype),
+                new[ver].op.eq(hdr.op),
+                new[ver].count.eq(hdr.count),
+                new[ver].offset.eq(hdr.offset),
+            ]
+        with m.Else():
+            m.d.comb += new[ver].bits.eq(copy.bits | worker_bit)
+        m.d.comb += [new[ver].n.eq(n_after), new[ver].done.eq(complete)]
+        return m

@@ -1,0 +1,104 @@
+"""The slot table's payload buffer: payload beats of accepted messages, in
+arrival order, read by address."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from netagg.hdl.checked import CheckedComponent
+from netagg.hdl.ram import NO_RW_CHECK, registered_read
+from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits
+from netagg.hdl.validator import payload_beat
+from netagg.params import Params
+
+__all__ = ["PayloadBuffer"]
+
+
+class PayloadBuffer(CheckedComponent):
+    """A circular buffer of ``depth`` payload beats (block RAM) with a write
+    pointer, a free pointer and the first beat of the message at the head.
+
+    Beats are written in arrival order and freed in arrival order (the
+    caller releases them as a count); between the two they are read by
+    address, so a message can be read while an older one waits.
+
+    Ports
+    -----
+    w : In(stream of payload_beat)
+        Beats to store. ``w.ready`` is registered: high when fewer than
+        ``depth - 1`` beats were held in the previous cycle (before its write
+        and release), so a beat written while it is high always fits. Low
+        in the first cycle after reset. One beat per cycle.
+    rd_addr : In(address)
+        Read address; ``rd_data`` holds that beat one cycle later (a block
+        RAM read with its output register). The caller never reads a beat in
+        the cycle it is written, nor a beat not yet written.
+    release : In(count)
+        Beats freed this cycle, oldest first; the space is seen by
+        ``w.ready`` two cycles later (free pointer, then the registered
+        ready). The caller frees only beats that were written.
+    head : Out(address)
+        Registered: the first beat of the oldest message not yet claimed.
+    claim : In(beat count)
+        Beats of the message at the head, claimed this cycle (``head``
+        moves past them on the next cycle); 0 when none.
+    empty : Out(1)
+        Combinational: no beat is held (written and not yet released).
+    """
+
+    @staticmethod
+    def check(params: Params, *, depth: int) -> None:
+        if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
+            raise ValueError(f"data_beats must be a power of two >= K/L ({params.beats}), "
+                             f"not {depth}")
+
+    def __init__(self, params: Params, *, depth: int):
+        self._params = params
+        self._depth = depth
+        abits = data_addr_bits(depth)
+        super().__init__({
+            "w": In(stream.Signature(payload_beat(params))),
+            "rd_addr": In(abits),
+            "rd_data": Out(payload_beat(params)),
+            "release": In(abits + 2),
+            "head": Out(abits),
+            "claim": In(beat_count_bits(self._params)),
+            "empty": Out(1),
+        })
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+        abits = data_addr_bits(depth)
+        # Never read where it is written in the same cycle: no bypass logic.
+        m.submodules.mem = mem = Memory(shape=payload_beat(self._params), depth=depth, init=[],
+                                        attrs=NO_RW_CHECK)
+        wr = mem.write_port()
+        written = Signal(abits + 1)      # beats written (mod 2 depth)
+        freed = Signal(abits + 1)        # beats freed (mod 2 depth)
+        head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
+        held = Signal(abits + 1)
+        room = Signal()                  # registered: a beat written now still fits
+        write = self.w.valid & self.w.ready
+        m.d.sync += room.eq(held < depth - 1)
+        m.d.comb += [
+            held.eq(written - freed),
+            self.w.ready.eq(room),
+            wr.addr.eq(written[:abits]),
+            wr.data.eq(self.w.payload),
+            wr.en.eq(write),
+            self.head.eq(head[:abits]),
+            self.empty.eq(held == 0),
+        ]
+        with m.If(write):
+            m.d.sync += written.eq(written + 1)
+        m.d.sync += [freed.eq(freed + self.release), head.eq(head + self.claim)]
+        m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
+        return m

@@ -1,0 +1,166 @@
+"""hdl/decision.Decision against the golden model's slot algorithm
+(netagg.sim.message_model.Switch): from random slot states reached by random
+traffic (new rounds, repeats, mismatches, retransmissions, both copies),
+the decision for the next message (verdict, new slot word, RESULT
+destinations, count and round) is the one the golden model takes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+from seeds import seed_of
+
+from netagg.hdl.decision import Decision
+from netagg.hdl.slot_layouts import Mode
+from netagg.jobs import Job, JobTable
+from netagg.params import Params
+from netagg.sim.message_model import Switch, make_contrib
+from netagg.sim.traffic import random_values
+from netagg.wire import DType, Op, Verdict
+
+CONFIGS = {
+    "l3k9w4": (dict(lanes=3, elements=9, workers=4, slots=5, jobs=2),
+               [dict(id=0, workers=4, slot_base=0, slots=2),
+                dict(id=1, workers=2, slot_base=2, slots=3)]),
+    "l1k4w3": (dict(lanes=1, elements=4, workers=3, slots=2, jobs=1, dtypes=("int32", "bf16")),
+               [dict(id=0, workers=3, slot_base=0, slots=2)]),
+    "l4k16w1": (dict(lanes=4, elements=16, workers=2, slots=4, jobs=3),
+                [dict(id=2, workers=1, slot_base=1, slots=2),
+                 dict(id=0, workers=2, slot_base=3, slots=1)]),
+}
+
+DROPS = [v for v in Verdict if v.counter and v not in (Verdict.MISMATCH, Verdict.DUPLICATE)]
+
+
+def _copy_value(state) -> dict:
+    """A golden CopyState as a copy_state layout value."""
+    dtype, op, count, offset = state.meta or (0, 0, 0, 0)
+    return {"bits": sum(1 << w for w in state.bits), "n": state.n, "done": int(state.done),
+            "dtype": dtype, "op": op, "count": count, "offset": offset}
+
+
+def _copy_of(const) -> dict:
+    return {name: int(getattr(const, name).value) if name in ("dtype", "op")
+            else int(getattr(const, name)) for name in
+            ("bits", "n", "done", "dtype", "op", "count", "offset")}
+
+
+def _messages(rng: random.Random, params: Params, jobs: JobTable, sw: Switch, n: int):
+    """Messages crowding few slots, SwitchML-style (a slot's rounds alternate
+    ``ver``), chosen from the golden model's state ``sw`` (which the caller
+    advances): mostly a new contributor to the slot's current round,
+    sometimes any worker (a duplicate or retransmission) or the other copy,
+    sometimes one field of the round's metadata changed (a mismatch while
+    the round is open)."""
+    dtypes = [DType.from_name(d) for d in params.dtypes]
+    ops = [Op.from_name(o) for o in params.ops]
+    current = {}        # (job, slot) -> ver of its current round
+    planned = {}        # (job, slot, ver) -> metadata of a round not yet opened
+
+    def fresh():
+        return (rng.choice(dtypes), rng.choice(ops), rng.randint(1, params.elements),
+                rng.choice((0, rng.getrandbits(32))))
+
+    for _ in range(n):
+        job = rng.choice(list(jobs))
+        slot = rng.randrange(job.slots)
+        ver = current.setdefault((job.id, slot), rng.randrange(2))
+        state = sw.copy_state(job.id, slot, ver)
+        if state.done:                  # the round is complete: the next one
+            ver = current[(job.id, slot)] = 1 - ver
+            state = sw.copy_state(job.id, slot, ver)
+        if state.n and not state.done:
+            meta = state.meta
+            todo = [w for w in range(job.workers) if w not in state.bits]
+        else:
+            meta = planned.setdefault((job.id, slot, ver), fresh())
+            todo = [w for w in range(job.workers) if w not in state.bits] or [0]
+        r = rng.random()
+        worker = rng.choice(todo) if r < 0.6 else rng.randrange(job.workers)
+        if 0.6 <= r < 0.7:              # one field of the metadata changed
+            field, other = rng.randrange(4), fresh()
+            meta = tuple(other[i] if i == field else v for i, v in enumerate(meta))
+        elif 0.7 <= r < 0.85:           # the other copy
+            ver = 1 - ver
+            other = sw.copy_state(job.id, slot, ver)
+            meta = other.meta or meta
+        dtype, op, count, offset = meta
+        yield job, make_contrib(job.id, slot, ver, worker, random_values(rng, dtype, count),
+                                dtype=dtype, op=op, offset=offset)
+        if sw.copy_state(job.id, slot, ver).n:
+            planned.pop((job.id, slot, ver), None)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decision_matches_golden_model(name, request):
+    seed = seed_of(request)
+    pd, jd = CONFIGS[name]
+    params = Params(**pd)
+    jobs = JobTable([Job(enabled=True, **j) for j in jd], params)
+    rng = random.Random(seed)
+    sw = Switch(params, jobs)
+    dut = Decision(params)
+    L = params.lanes
+    seen = {"verdicts": set(), "checked": 0}
+
+    async def tb(ctx):
+        for job, msg in _messages(rng, params, jobs, sw, 600):
+            verdict, h = sw.validate(msg)
+            assert verdict is None
+            slot_abs = job.slot_base + h.slot
+            before = [sw.copy_state(job.id, h.slot, v) for v in (0, 1)]
+            # Now and then the validator has dropped the message already.
+            dropped = rng.choice(DROPS) if rng.random() < 0.1 else None
+            ctx.set(dut.state, [_copy_value(s) for s in before])
+            ctx.set(dut.desc, {
+                "verdict": Verdict.ACCEPT if dropped is None else dropped,
+                "meta": {"ver": h.ver, "job": h.job, "slot": h.slot, "worker": h.worker,
+                         "dtype": h.dtype, "op": h.op, "count": h.count, "offset": h.offset},
+                "tag": rng.getrandbits(16), "slot_abs": slot_abs, "workers": job.workers,
+                "beats": -(-h.count // L)})
+            got_verdict = Verdict(ctx.get(dut.verdict).value)
+            mode = ctx.get(dut.mode)
+            if dropped is not None:
+                assert got_verdict is dropped and mode is Mode.DISCARD
+                assert not ctx.get(dut.needs_result) and not ctx.get(dut.completes)
+                continue
+            out = sw.receive(msg)
+            ctx_info = (seed, seen["checked"], before, h)
+            assert got_verdict is out.verdict, ctx_info
+            seen["verdicts"].add(out.verdict)
+            seen["checked"] += 1
+            expect_mode = {Verdict.ACCEPT: Mode.LANES,
+                           Verdict.RETRANSMIT: Mode.RETRANSMIT}.get(out.verdict, Mode.DISCARD)
+            assert mode is expect_mode, ctx_info
+            after = [sw.copy_state(job.id, h.slot, v) for v in (0, 1)]
+            if out.verdict is Verdict.ACCEPT:
+                new_state = ctx.get(dut.new_state)
+                assert [_copy_of(new_state[v]) for v in (0, 1)] == \
+                    [_copy_value(s) for s in after], ctx_info
+                assert ctx.get(dut.first) == (before[h.ver].n == 0 or before[h.ver].done)
+            else:
+                assert after == before      # the golden model leaves the slot alone
+            # The RESULTs: destinations, contributor count, round and length.
+            dests = [r.header.worker for r in out.results]
+            assert ctx.get(dut.needs_result) == bool(out.results), ctx_info
+            assert ctx.get(dut.completes) == (out.verdict is Verdict.ACCEPT and bool(dests))
+            if out.verdict is Verdict.ACCEPT and dests:
+                assert dests == list(range(job.workers))
+            if out.verdict is Verdict.RETRANSMIT:
+                assert dests == [h.worker]
+            if out.results:
+                r = out.results[0].header
+                rnd = ctx.get(dut.round)
+                assert ctx.get(dut.result_n) == r.status & 0xFF, ctx_info
+                assert (int(rnd.dtype.value), int(rnd.op.value), rnd.count, rnd.offset) == \
+                    (r.dtype, r.op, r.count, r.offset), ctx_info
+                assert ctx.get(dut.beats) == -(-r.count // L)
+
+    sim = Simulator(dut)
+    sim.add_testbench(tb)
+    sim.run()
+    # The traffic reached every outcome of the slot algorithm.
+    assert seen["verdicts"] == {Verdict.ACCEPT, Verdict.RETRANSMIT, Verdict.MISMATCH,
+                                Verdict.DUPLICATE}, seen
