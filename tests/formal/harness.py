@@ -63,7 +63,7 @@ FP_STAGES = 0
 JOBS = ((0, 1, 3), (1, 1, 1))      # (base, nslots, W) of jobs 0 and 1
 PROPERTIES = ("once", "isolation", "verdicts", "results", "liveness")
 DRAIN = 24                         # liveness: idle this many cycles after stop
-PROGRESS = 12                      # liveness: busy cycles without a verdict or RESULT beat
+PROGRESS = 9                       # liveness: busy cycles without a verdict or RESULT beat
 QUEUE = 8                          # messages in flight the model can track
 RQUEUE = 4                         # RESULT messages the model can hold
 
@@ -101,13 +101,14 @@ class FormalTop(Elaboratable):
     ``props``: the properties whose assertions are built (covers always are).
     """
 
-    def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN):
+    def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS):
         unknown = set(props) - set(PROPERTIES)
         if unknown:
             raise ValueError(f"unknown properties {sorted(unknown)}")
         self.props = frozenset(props)
         self.params = params
         self.drain = drain
+        self.progress = progress
         self.in_valid = Signal()
         # Narrow free fields (zero-extended into the header), each with a
         # ``*_hi`` bit that sets every upper bit of the header field.
@@ -424,12 +425,12 @@ class FormalTop(Elaboratable):
         m.d.sync += ready_r.eq(self.o_ready)
         if "liveness" in want:
             m.d.comb += Assume(self.o_ready | ready_r)
-        quiet = Signal(range(PROGRESS + 1))
+        quiet = Signal(range(self.progress + 1))
         with m.If(core.idle | vv | o_fire):
             m.d.sync += quiet.eq(0)
-        with m.Elif(quiet != PROGRESS):
+        with m.Elif(quiet != self.progress):
             m.d.sync += quiet.eq(quiet + 1)
-        check("liveness", quiet != PROGRESS)
+        check("liveness", quiet != self.progress)
         since = Signal(range(self.drain + 2))
         with m.If(stopped & (since != self.drain + 1)):
             m.d.sync += since.eq(since + 1)

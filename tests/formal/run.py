@@ -67,14 +67,14 @@ def emit(top) -> str:
 
 
 def run(name: str, *, props, mode: str = "bmc", depth: int, mutation: str | None = None,
-        timeout: float = 1800, extra: str = "memory_map; opt -fast") -> Outcome:
+        timeout: float = 1800, extra: str = "memory_map; opt -fast", **top_args) -> Outcome:
     """Build the harness (with the mutation applied while elaborating), write
     ``build/formal/<name>/`` and run SymbiYosys on it."""
     from tests.formal import mutations
     from tests.formal.harness import FormalTop
 
     with mutations.applied(mutation):
-        top = FormalTop(props)
+        top = FormalTop(props, **top_args)
         text = emit(top)
     wd = WORK / name
     if wd.exists():
