@@ -40,7 +40,7 @@ MUTATION_RUNS = {
     "lost_verdict": ("verdicts", 22, False),
     "counter_swap": ("verdicts", 22, False),
     "short_multicast": ("results", 27, True),
-    "stuck_egress": ("liveness", 29, True),
+    "stuck_egress": ("liveness", 28, True),
 }
 TIMEOUT = 1500    # seconds a run may take before it counts as an error
 

@@ -30,7 +30,8 @@ Properties (each can be enabled alone, see ``PROPERTIES``):
               retransmission to its requester; no other RESULT.
 ``liveness``  ``idle`` implies nothing outstanding; assuming ``o.ready`` is
               never low two cycles in a row: while the core is busy, a verdict
-              or a RESULT beat leaves at least every ``PROGRESS`` cycles, and
+              or a RESULT beat leaves at least every ``PROGRESS`` cycles, a
+              presented egress beat stays presented until taken, and
               once ``stop`` is raised (no new messages) ``idle`` is high
               within ``DRAIN`` cycles.
 """
@@ -63,7 +64,7 @@ FP_STAGES = 0
 JOBS = ((0, 1, 3), (1, 1, 1))      # (base, nslots, W) of jobs 0 and 1
 PROPERTIES = ("once", "isolation", "verdicts", "results", "liveness")
 DRAIN = 24                         # liveness: idle this many cycles after stop
-PROGRESS = 9                       # liveness: busy cycles without a verdict or RESULT beat
+PROGRESS = 12                      # liveness: busy cycles without a verdict or RESULT beat
 QUEUE = 8                          # messages in flight the model can track
 RQUEUE = 4                         # RESULT messages the model can hold
 
@@ -431,6 +432,10 @@ class FormalTop(Elaboratable):
         with m.Elif(quiet != self.progress):
             m.d.sync += quiet.eq(quiet + 1)
         check("liveness", quiet != self.progress)
+        # Egress stream rule: a presented beat stays presented until taken.
+        held = Signal()
+        m.d.sync += held.eq(core.o.valid & ~core.o.ready)
+        check("liveness", ~held | core.o.valid)
         since = Signal(range(self.drain + 2))
         with m.If(stopped & (since != self.drain + 1)):
             m.d.sync += since.eq(since + 1)
@@ -451,7 +456,7 @@ class FormalTop(Elaboratable):
             self.cover_lines[sys._getframe(1).f_lineno] = name
         for verdict in V:
             cover(f"verdict_{verdict.name.lower()}", vv & (vcode == verdict) & (expect == verdict))
-        cover("result_full_round", o_fire & (status_n == 3) & r["mc"] & (dest == 2))
+        cover("result_full_round", o_fire & (status_n == 3) & r["mc"])
         cover("result_one_worker_round", o_fire & (oh.job == 1) & r["mc"])
         cover("result_retransmit", o_fire & ~r["mc"])
         cover("write_job1_slot", wr & (wr_addr == 1))
