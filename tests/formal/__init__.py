@@ -1,0 +1,1 @@
+"""Bounded formal proofs of the netagg core's promises (``make formal``)."""

