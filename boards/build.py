@@ -21,7 +21,7 @@ from pathlib import Path
 
 from netagg.boards import registry
 from netagg.boards import report as _report
-from netagg.hdl.ram import YOSYS_AFTER_READ
+from netagg.hdl.netlist import fix_rtlil
 from netagg.params import Params
 
 TOOL_ENV = {
@@ -144,9 +144,12 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     name = f"netagg_{board.replace('-', '_')}"
     start = time.monotonic()
     try:
-        platform.build(top, name=name, build_dir=str(outdir), do_program=False,
-                       script_after_read=YOSYS_AFTER_READ,
-                       nextpnr_opts="--report nextpnr_report.json --timing-allow-fail")
+        # the platform's plan, with the design's RTLIL as every flow should
+        # read it (netagg.hdl.netlist), then run as platform.build runs it
+        plan = platform.prepare(top, name=name,
+                                nextpnr_opts="--report nextpnr_report.json --timing-allow-fail")
+        plan.files[f"{name}.il"] = fix_rtlil(plan.files[f"{name}.il"])
+        plan.execute_local(str(outdir))
     except subprocess.CalledProcessError as e:
         where = _failure(outdir / f"{name}.tim", f"exit status {e.returncode}")
         raise BuildError(f"{board} build failed: {where} (see {outdir})") from None
@@ -203,10 +206,9 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     core = NetaggCore(params, fp_stages=fp_stages)
-    (outdir / "netagg_core.il").write_text(rtlil.convert(core, name="netagg_core"))
+    (outdir / "netagg_core.il").write_text(fix_rtlil(rtlil.convert(core, name="netagg_core")))
     (outdir / "netagg_core.ys").write_text(
         "read_rtlil netagg_core.il\n"
-        f"{YOSYS_AFTER_READ}\n"
         "synth_ecp5 -top netagg_core\n"
         "stat\n"
         "write_json netagg_core.json\n")

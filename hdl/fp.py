@@ -137,12 +137,15 @@ class _Pipe:
 
 
 # Cut points of the adder, after each of its steps:
-#   0 order operands by magnitude, exponent difference, classify specials;
-#   1 far path: alignment shift and sticky bit; near path: subtraction,
-#     shift-limit mask;
+#   0 order operands by raw exponent (an E-bit compare drives the swap
+#     multiplexers), exponent difference, the near path's flip (equal
+#     exponents, |b| > |a|: a compare whose result is only registered),
+#     classify specials;
+#   1 far path: alignment shift and sticky bit; near path: subtraction
+#     (complemented when flipped), shift-limit mask;
 #   2 far path: addition; near path: leading-zero count;
-#   3 normalisation of both paths, path selection: the raw sum as
-#     significand, guard, sticky, biased exponent;
+#   3 normalisation of both paths (one exponent adder for both), path
+#     selection: the raw sum as significand, guard, sticky, biased exponent;
 #   4 rounding increment, overflow;
 #   5 specials, packing: the output.
 # A depth of n registers uses the cut set _ADD_CUTS[n].
@@ -172,7 +175,11 @@ class FPAdd(CheckedComponent):
     with exponent difference <= 1: exact subtraction, leading-zero count,
     normalising left shift) and far path (alignment shift with sticky bit,
     addition, at most one bit of normalisation), giving significand, guard
-    and sticky bits; then a separate rounding and packing step.
+    and sticky bits; then a separate rounding and packing step. The
+    operands are ordered by exponent only; the magnitude order, which the
+    near path needs when the exponents are equal, is computed in parallel
+    and applied after the first cut (the near difference is complemented),
+    so that no wide compare drives the swap multiplexers.
 
     Timing: ``stages`` pipeline registers (0 to 6; 0 is combinational).
     Throughput one operation per cycle (initiation interval 1); the result of
@@ -221,65 +228,74 @@ class FPAdd(CheckedComponent):
         pipe = _Pipe(m, self.en, _ADD_CUTS[self._stages], "add")
         a, b = self.a, self.b
 
-        # -- step 0: order by magnitude, exponent difference, specials ----
+        # -- step 0: order by exponent, exponent difference, specials -----
+        # The operands are ordered by their raw exponents only (a short
+        # compare straight from the inputs drives the swap multiplexers):
+        # the same order as the effective exponents' (subnormals count as
+        # exponent 1) except for exp 0 against exp 1, which are equal
+        # effectively. The far path adds or subtracts in that order; the
+        # near path subtracts both ways and keeps the non-negative one, the
+        # choice (equal exponents, |y| > |x|) computed here in parallel.
         a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
         a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
         eff_sub = a.sign ^ b.sign
-        swap = b.as_value()[:E + F] > a.as_value()[:E + F]
         ea = Cat(a.exp[0] | (a.exp == 0), a.exp[1:])   # effective exponents
         eb = Cat(b.exp[0] | (b.exp == 0), b.exp[1:])
-        x = fmt.layout(Mux(swap, b.as_value(), a.as_value()))
-        y = fmt.layout(Mux(swap, a.as_value(), b.as_value()))
-        ex = Mux(swap, eb, ea)
-        # exponent difference d = ex - ey >= 0 (as |x| >= |y|), both ways at
-        # once; alignment shift saturated: a shift >= p+3 moves all of y
-        # into the sticky bit
-        dw = (p + 3).bit_length()
-
-        def sat(diff):
-            diff = diff[:E]
-            return diff[:dw] | Cat(*([diff[dw:] != 0] * dw)) if E > dw else diff
-
-        d_ab, d_ba = ea - eb, eb - ea
+        ma = Cat(a.frac, a.exp != 0)                    # significands
+        mb = Cat(b.frac, b.exp != 0)
+        swap = b.exp > a.exp
+        d_ab, d_ba = ea - eb, eb - ea                   # E+1 bits
         v = pipe.cut(0, {
-            "mx": Cat(x.frac, x.exp != 0), "my": Cat(y.frac, y.exp != 0),
-            "ex": ex, "dc": Mux(swap, sat(d_ba), sat(d_ab)),
-            "near": eff_sub & Mux(swap, d_ba[1:E] == 0, d_ab[1:E] == 0),
-            "d1": d_ab[0],
-            "sub": eff_sub, "sign": x.sign,
+            "mx": Mux(swap, mb, ma), "my": Mux(swap, ma, mb),
+            # d = ex - ey >= 0, E bits (saturated after the cut)
+            "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab)[:E],
+            "flip": (a.exp == b.exp) & (b.frac > a.frac),
+            "sub": eff_sub, "sign": Mux(swap, b.sign, a.sign),
             "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
             "inf": a_inf | b_inf,
             "inf_sign": Mux(a_inf, a.sign, b.sign),
         })
 
         # -- step 1: far alignment and sticky; near subtraction ------------
+        # alignment shift saturated: a shift >= p+3 moves all of y into the
+        # sticky bit
+        dw = (p + 3).bit_length()
+        d = v["d"]
+        dc = d[:dw] | Cat(*([d[dw:] != 0] * dw)) if E > dw else d
+        near = v["sub"] & (d[1:] == 0)
         my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
-        my_al = (my3 >> v["dc"])[:p + 3]
-        below = Cat(*(_gt_const(v["dc"], i) for i in range(p + 3)))   # bits shifted out
+        my_al = (my3 >> dc)[:p + 3]
+        below = Cat(*(_gt_const(dc, i) for i in range(p + 3)))   # bits shifted out
         sticky = (my3 & below) != 0
+        # near path, exact: 2x - y (d = 1) or 2x - 2y (d = 0); a flipped
+        # pair (d = 0, |y| > |x|) gets t = x + ~y = -(y - x) - 1, whose
+        # complement ~t = y - x > 0 is taken by the next steps' logic
+        # (t ^ flip), and never is all ones (y - x is even)
+        flip = v["flip"]
         x1 = Cat(Const(0, 1), v["mx"])                        # p+1 bits
-        y1 = Mux(v["d1"], v["my"], Cat(Const(0, 1), v["my"]))
-        s_near = (x1 - y1)[:p + 1]                            # exact, >= 0
+        y1 = Mux(d[0], v["my"], Cat(Const(0, 1), v["my"]))
+        t_near = (x1 + ~y1 + ~flip)[:p + 1]
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results)
         limit = Cat(*(v["ex"] == p + 1 - i for i in range(p + 1)))
-        keep = ("mx", "ex", "sub", "sign", "near", "nan", "inf", "inf_sign")
+        keep = ("mx", "ex", "sub", "flip", "nan", "inf", "inf_sign")
         v = pipe.cut(1, {
-            **{k: v[k] for k in keep},
-            "my_al": my_al | sticky, "s_near": s_near, "limit": limit,
-            "zero": x1 == y1,
+            **{k: v[k] for k in keep}, "near": near,
+            "sign": v["sign"] ^ (near & flip),
+            "my_al": my_al | sticky, "t_near": t_near, "limit": limit,
         })
 
         # -- step 2: far addition; near leading zeros ----------------------
         mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
         my3 = Cat(v["my_al"], Const(0, 1))
         s_far = (mx3 + Mux(v["sub"], ~my3, my3) + v["sub"])[:p + 4]
-        sh = _lzc_pad(v["s_near"] | v["limit"])
-        keep = ("ex", "sub", "sign", "near", "zero", "nan", "inf", "inf_sign", "s_near")
+        flip_n = Cat(*([v["flip"]] * (p + 1)))
+        sh = _lzc_pad((v["t_near"] ^ flip_n) | v["limit"])
+        keep = ("ex", "sub", "sign", "near", "flip", "nan", "inf", "inf_sign", "t_near")
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
             "s_far": s_far, "sh": sh,
-            "ex_p1": (v["ex"] + 1)[:E + 1], "ex_m1": (v["ex"] - 1)[:E],
+            "zero": v["t_near"] == 0,      # exact cancellation (near path)
         })
 
         # -- step 3: normalise both paths, select ---------------------------
@@ -289,18 +305,28 @@ class FPAdd(CheckedComponent):
         f_guard = Signal(name="f_guard")
         f_sticky = Signal(name="f_sticky")
         f_exp = Signal(E + 1, name="f_exp")          # biased exponent field
-        with m.If(carry):
-            m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0),
-                         f_exp.eq(v["ex_p1"])]
-        with m.Elif(top | ~v["sub"]):
-            m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0),
-                         f_exp.eq(Mux(top, v["ex"], 0))]
-        with m.Else():
-            m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0]),
-                         f_exp.eq(v["ex_m1"])]
-        n_shifted = (v["s_near"] << v["sh"])[:p + 1]
-        n_exp = Mux(n_shifted[p], (v["ex"] - v["sh"])[:E], 0)
         near = v["near"]
+        # one adder for every exponent: ex - sh (near), ex + 1, ex, ex - 1
+        # (far: carry, top bit, neither), as ex + delta + cin
+        delta = Signal(E + 1, name="exp_delta")
+        cin = Signal(name="exp_cin")
+        with m.If(near):
+            m.d.comb += [delta.eq(~Cat(v["sh"], Const(0, E + 1 - len(v["sh"])))), cin.eq(1)]
+        with m.Elif(carry):
+            m.d.comb += delta.eq(1)
+        with m.Elif(~top & v["sub"]):
+            m.d.comb += delta.eq((1 << (E + 1)) - 1)
+        exp_sum = (Cat(cin, v["ex"], Const(0, 1)) + Cat(cin, delta))[1:E + 2]
+        with m.If(carry):
+            m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0)]
+        with m.Elif(top | ~v["sub"]):
+            m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
+        with m.Else():
+            m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
+        m.d.comb += f_exp.eq(Mux(~carry & ~top & ~v["sub"], 0, exp_sum))
+        flip_n = Cat(*([v["flip"]] * (p + 1)))
+        n_shifted = ((v["t_near"] ^ flip_n) << v["sh"])[:p + 1]
+        n_exp = Mux(n_shifted[p], exp_sum[:E], 0)
         v = pipe.cut(3, {
             "mant": Mux(near, n_shifted[1:], f_mant),
             "guard": Mux(near, n_shifted[0], f_guard),

@@ -1,10 +1,15 @@
-"""Block RAM read ports for memories whose reads never need the data being
-written in the same cycle."""
+"""Block RAM: read ports for memories whose reads never need the data being
+written in the same cycle, and a wide RAM with a portable and an ECP5 build
+form (:class:`WideRAM`)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from netagg.hdl.layouts import bits_for
 
 NO_RW_CHECK = {"no_rw_check": 1}
 """Memory attributes: read-during-write of one entry is a don't-care."""
@@ -40,3 +45,161 @@ def registered_read(m, memory: Memory, addr, *, en=1, name: str):
         with m.If(en):
             m.d.sync += data.eq(port.data)
     return data
+
+
+RAM_FORMS = ("memory", "ecp5")
+"""Build forms of :class:`WideRAM`: ``"memory"`` (an Amaranth ``Memory``,
+any FPGA flow) and ``"ecp5"`` (``DP16KD`` block instances)."""
+
+DP16KD_DEPTH = 4096
+"""Entries of one ECP5 block RAM in its 4-bit-wide configuration."""
+
+DP16KD_WIDTH = 4
+
+
+class WideRAM(wiring.Component):
+    """A wide, simple dual-port RAM (one write port, one read port, both in
+    ``domain``) in one of two build forms, same ports and same timing.
+
+    Parameters
+    ----------
+    width, depth : int
+        Bits per entry and entries.
+    form : ``"memory"`` or ``"ecp5"``
+        ``"memory"`` (default, portable): one ``amaranth.lib.memory.Memory``
+        (``no_rw_check``) with a registered read, mapped by whichever
+        synthesis tool reads the design. ``"ecp5"``: ``ceil(width / 4)``
+        ECP5 ``DP16KD`` instances in their 4096 x 4 configuration
+        (``DATA_WIDTH`` 4, so no depth cascade and no multiplexer after the
+        blocks; ``depth`` at most 4096), written on port A, read on port B;
+        Lattice-specific Verilog.
+    out_reg : bool
+        A second read register: the ``DP16KD``'s own output register
+        (``REGMODE_B="OUTREG"``) in the ``"ecp5"`` form, a fabric register
+        in the ``"memory"`` form. It takes the block's 5.8 ns
+        clock-to-out off the path to the next logic (docs/boards.md,
+        Timing closure) at the cost of one cycle of read latency.
+
+    Ports
+    -----
+    w_addr, w_data, w_en : In
+        Write ``w_data`` at ``w_addr`` at the clock edge where ``w_en`` is
+        high.
+    r_addr, r_en : In
+        Read address, sampled at the edge where ``r_en`` is high.
+    r_data : Out(width)
+        The entry at the ``r_addr`` of the ``latency``-th most recent edge
+        with ``r_en`` high, ``latency`` = 1 + ``out_reg``: the read
+        pipeline advances only on edges with ``r_en`` high and holds
+        otherwise (``r_en`` drives the blocks' ``CEB`` and ``OCEB``).
+        Undefined before ``latency`` enabled reads, and for an entry read at
+        the edge where it is written (no read-during-write bypass; the
+        entry written at an earlier edge is read correctly). No reset and
+        no power-up value: neither form gives the read registers one.
+    """
+
+    def __init__(self, width: int, depth: int, *, form: str = "memory", out_reg: bool = False,
+                 domain: str = "sync"):
+        problems = []
+        if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+            problems.append(f"width must be a positive int, not {width!r}")
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 2:
+            problems.append(f"depth must be an int >= 2, not {depth!r}")
+        if form not in RAM_FORMS:
+            problems.append(f"form must be one of {RAM_FORMS}, not {form!r}")
+        elif form == "ecp5" and isinstance(depth, int) and depth > DP16KD_DEPTH:
+            problems.append(f"the ecp5 form holds at most {DP16KD_DEPTH} entries, not {depth}")
+        if not isinstance(out_reg, bool):
+            problems.append(f"out_reg must be a bool, not {out_reg!r}")
+        if problems:
+            self._MustUse__silence = True      # no "created but never used" warning
+            raise ValueError("; ".join(problems))
+        self._width, self._depth, self._form = width, depth, form
+        self._out_reg, self._domain = out_reg, domain
+        abits = bits_for(depth)
+        super().__init__({
+            "w_addr": In(abits), "w_data": In(width), "w_en": In(1),
+            "r_addr": In(abits), "r_en": In(1), "r_data": Out(width),
+        })
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @property
+    def form(self) -> str:
+        return self._form
+
+    @property
+    def latency(self) -> int:
+        """Read latency in enabled cycles (1, or 2 with ``out_reg``)."""
+        return 1 + self._out_reg
+
+    @property
+    def blocks(self) -> int:
+        """``DP16KD`` instances of the ``"ecp5"`` form."""
+        return -(-self._width // DP16KD_WIDTH)
+
+    def elaborate(self, platform):
+        m = Module()
+        if self._form == "memory":
+            self._elaborate_memory(m)
+        else:
+            self._elaborate_ecp5(m)
+        return m
+
+    def _elaborate_memory(self, m):
+        m.submodules.mem = mem = Memory(shape=self._width, depth=self._depth, init=[],
+                                        attrs=NO_RW_CHECK)
+        wp = mem.write_port(domain=self._domain)
+        m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), wp.en.eq(self.w_en)]
+        data = Signal(self._width, name="mem" + READ_REGISTER_SUFFIX, reset_less=True)
+        rp = mem.read_port(domain="comb")
+        m.d.comb += rp.addr.eq(self.r_addr)
+        sync = m.d[self._domain]
+        with m.If(self.r_en):
+            sync += data.eq(rp.data)
+        if self._out_reg:
+            out = Signal(self._width, name="out" + READ_REGISTER_SUFFIX, reset_less=True)
+            with m.If(self.r_en):
+                sync += out.eq(data)
+            data = out
+        m.d.comb += self.r_data.eq(data)
+
+    def _elaborate_ecp5(self, m):
+        clk = ClockSignal(self._domain)
+        zero = Const(0, 1)
+        waddr = Cat(Const(0, 2), self.w_addr, Const(0, 12 - len(self.w_addr)))   # ADx[13:2]
+        raddr = Cat(Const(0, 2), self.r_addr, Const(0, 12 - len(self.r_addr)))
+        for k in range(self.blocks):
+            lo = k * DP16KD_WIDTH
+            n = min(DP16KD_WIDTH, self._width - lo)
+            di = Cat(self.w_data[lo:lo + n], Const(0, 18 - n))
+            do = Signal(18, name=f"bram{k}_do")
+            ports = {
+                "p_DATA_WIDTH_A": DP16KD_WIDTH, "p_DATA_WIDTH_B": DP16KD_WIDTH,
+                "p_REGMODE_A": "NOREG", "p_REGMODE_B": "OUTREG" if self._out_reg else "NOREG",
+                "p_RESETMODE": "SYNC", "p_ASYNC_RESET_RELEASE": "SYNC",
+                "p_CSDECODE_A": "0b000", "p_CSDECODE_B": "0b000",
+                "p_WRITEMODE_A": "NORMAL", "p_WRITEMODE_B": "NORMAL", "p_GSR": "AUTO",
+                "i_CLKA": clk, "i_CEA": Const(1, 1), "i_OCEA": Const(1, 1), "i_WEA": self.w_en,
+                "i_RSTA": zero,
+                "i_CLKB": clk, "i_CEB": self.r_en, "i_OCEB": self.r_en, "i_WEB": zero,
+                "i_RSTB": zero,
+            }
+            for i in range(3):
+                ports[f"i_CSA{i}"] = zero
+                ports[f"i_CSB{i}"] = zero
+            for i in range(14):
+                ports[f"i_ADA{i}"] = waddr[i]
+                ports[f"i_ADB{i}"] = raddr[i]
+            for i in range(18):
+                ports[f"i_DIA{i}"] = di[i]
+                ports[f"i_DIB{i}"] = zero
+                ports[f"o_DOB{i}"] = do[i]
+            m.submodules[f"bram{k}"] = Instance("DP16KD", **ports)
+            m.d.comb += self.r_data[lo:lo + n].eq(do[:n])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from amaranth.back import verilog
 
 from netagg.hdl.core import NetaggCore
+from netagg.hdl.netlist import fix_verilog
 from netagg.params import Params
 
 # Amaranth's netlist is width-correct but Verilator's default lint reads its
@@ -20,9 +21,11 @@ _PREAMBLE = """\
 
 
 def verilog_text(params: Params, *, fp_stages=None) -> str:
-    """Verilog-2005 of ``netagg_core`` for these parameters."""
+    """Verilog-2005 of ``netagg_core`` for these parameters, as every flow
+    should synthesise it (:mod:`netagg.hdl.netlist`: plain names, no
+    power-up value on block-RAM read registers)."""
     core = NetaggCore(params, fp_stages=fp_stages)
-    text = verilog.convert(core, name="netagg_core", emit_src=False)
+    text = fix_verilog(verilog.convert(core, name="netagg_core", emit_src=False))
     desc = ", ".join(f"{k}={v}" for k, v in params.to_dict().items())
     return _PREAMBLE.format(params=f"{desc}, fp_stages={fp_stages}") + text
 

