@@ -68,6 +68,32 @@ async def send(ctx, stream, payloads, *, idle=None) -> None:
         ctx.set(stream.valid, 0)
 
 
+async def load_jobs(ctx, dut, jobs: JobTable) -> None:
+    """Write a job table through a core's control port (``ctrl_addr``,
+    ``ctrl_wdata``, ``ctrl_we``), one register per cycle
+    (:func:`netagg.regmap.job_writes`); ``ctrl_we`` is low when it returns."""
+    for addr, value in regmap.job_writes(jobs):
+        ctx.set(dut.ctrl_addr, addr)
+        ctx.set(dut.ctrl_wdata, value)
+        ctx.set(dut.ctrl_we, 1)
+        await ctx.tick()
+    ctx.set(dut.ctrl_we, 0)
+
+
+async def send_beats(ctx, stream, beats, lanes: int, rng: random.Random, gap: float) -> None:
+    """Present ingress :class:`~netagg.sim.beats.Beat` s on ``stream`` (the
+    core's or the validator's ``i``), each held until accepted, with an idle
+    cycle before a beat while ``rng.random() < gap``. ``valid`` stays high
+    between beats and is not lowered at the end."""
+    for beat in beats:
+        while rng.random() < gap:
+            ctx.set(stream.valid, 0)
+            await ctx.tick()
+        ctx.set(stream.payload.as_value(), pack_ingress(beat, lanes))
+        ctx.set(stream.valid, 1)
+        await ctx.tick().until(stream.ready)
+
+
 @dataclasses.dataclass
 class CoreRun:
     """What the core did (see the module docstring)."""
@@ -97,22 +123,11 @@ def run_core(params: Params, jobs: JobTable, messages, *, seed: int = 0, gap: fl
     n = len(messages)
 
     async def driver(ctx):
-        for addr, value in regmap.job_writes(jobs):
-            ctx.set(dut.ctrl_addr, addr)
-            ctx.set(dut.ctrl_wdata, value)
-            ctx.set(dut.ctrl_we, 1)
-            await ctx.tick()
-        ctx.set(dut.ctrl_we, 0)
+        await load_jobs(ctx, dut, jobs)
         while not ctx.get(dut.i.ready):
             await ctx.tick()
         for seq, message in enumerate(messages):
-            for beat in _beats(message, seq, L):
-                while rng.random() < gap:
-                    ctx.set(dut.i.valid, 0)
-                    await ctx.tick()
-                ctx.set(dut.i.payload.as_value(), pack_ingress(beat, L))
-                ctx.set(dut.i.valid, 1)
-                await ctx.tick().until(dut.i.ready)
+            await send_beats(ctx, dut.i, _beats(message, seq, L), L, rng, gap)
         ctx.set(dut.i.valid, 0)
         cycles = 0
         while len(run.verdicts) < n or not ctx.get(dut.idle):

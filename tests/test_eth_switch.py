@@ -27,6 +27,7 @@ from netagg.frames import Endpoint, build_frame
 from netagg.hdl.eth.switch import EthernetSwitch
 from netagg.jobs import JobTable
 from netagg.params import Params
+from netagg.sim.drive import load_jobs
 from netagg.sim.eth_model import FrontEnd
 from netagg.sim.traffic import random_traffic
 from netagg.wire import Header
@@ -120,12 +121,7 @@ def run_switch(wires_by_port, *, max_cycles=400_000, clocks=None):
         return bench
 
     async def control(ctx):
-        for addr, value in regmap.job_writes(jobs):
-            ctx.set(dut.ctrl_addr, addr)
-            ctx.set(dut.ctrl_wdata, value)
-            ctx.set(dut.ctrl_we, 1)
-            await ctx.tick()
-        ctx.set(dut.ctrl_we, 0)
+        await load_jobs(ctx, dut, jobs)
         cycles, quiet = 0, 0
         while state["sent"] < 2 or quiet < 3000:
             await ctx.tick()

@@ -18,7 +18,8 @@ from netagg import regmap
 from netagg.hdl.validator import Validator
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
-from netagg.sim.beats import message_to_beats, pack_ingress
+from netagg.sim.beats import message_to_beats
+from netagg.sim.drive import send_beats
 from netagg.sim.message_model import Switch
 from netagg.sim.traffic import malformed, random_traffic
 from netagg.wire import HEADER_BYTES, Header, Verdict
@@ -96,13 +97,7 @@ def test_verdicts_and_beats_match_golden_model(name, request):
 
     async def drive(ctx):
         for beats, *_ in stream:
-            for beat in beats:
-                while rng.random() < 0.2:
-                    ctx.set(dut.i.valid, 0)
-                    await ctx.tick()
-                ctx.set(dut.i.payload.as_value(), pack_ingress(beat, L))
-                ctx.set(dut.i.valid, 1)
-                await ctx.tick().until(dut.i.ready)
+            await send_beats(ctx, dut.i, beats, L, rng, 0.2)
         ctx.set(dut.i.valid, 0)
         for _ in range(2000):
             if len(got_desc) == len(stream):

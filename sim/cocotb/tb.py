@@ -279,7 +279,44 @@ class RunResult:
         return self.last_result_cycle - self.first_cycle + 1
 
 
-class TB:
+class ControlPort:
+    """The core's control register port (docs/core.md, ``netagg.regmap``),
+    driven from a bench that has ``dut`` (with ``ctrl_addr``, ``ctrl_wdata``,
+    ``ctrl_we``, ``ctrl_rdata``) and ``async tick()``: a write takes one
+    cycle, a read two (``ctrl_rdata`` is registered)."""
+
+    async def write_reg(self, addr: int, value: int) -> None:
+        d = self.dut
+        d.ctrl_addr.value = addr
+        d.ctrl_wdata.value = value
+        d.ctrl_we.value = 1
+        await self.tick()
+        d.ctrl_we.value = 0
+
+    async def read_reg(self, addr: int) -> int:
+        d = self.dut
+        d.ctrl_we.value = 0
+        d.ctrl_addr.value = addr
+        await self.tick()
+        await ReadOnly()
+        value = d.ctrl_rdata.value.to_unsigned()
+        await self.tick()
+        return value
+
+    async def configure(self, jobs: JobTable) -> None:
+        """Write every job entry (unlisted ones disabled) and read it back."""
+        want = {}
+        for addr, value in regmap.job_writes(jobs):
+            want[addr] = value
+            await self.write_reg(addr, value)
+        for addr, value in want.items():
+            got = await self.read_reg(addr)
+            if got != value:
+                raise BenchError(f"control register 0x{addr:04x} reads 0x{got:x}, "
+                                 f"wrote 0x{value:x}")
+
+
+class TB(ControlPort):
     """One ``netagg_core`` under test (see the module docstring)."""
 
     def __init__(self, dut, params: Params, rng: random.Random | None = None):
@@ -324,36 +361,6 @@ class TB:
                 await self.tick()
                 return
         raise BenchError(f"i__ready still low {limit} cycles after reset")
-
-    async def write_reg(self, addr: int, value: int) -> None:
-        d = self.dut
-        d.ctrl_addr.value = addr
-        d.ctrl_wdata.value = value
-        d.ctrl_we.value = 1
-        await self.tick()
-        d.ctrl_we.value = 0
-
-    async def read_reg(self, addr: int) -> int:
-        d = self.dut
-        d.ctrl_we.value = 0
-        d.ctrl_addr.value = addr
-        await self.tick()
-        await ReadOnly()
-        value = d.ctrl_rdata.value.to_unsigned()
-        await self.tick()
-        return value
-
-    async def configure(self, jobs: JobTable) -> None:
-        """Write every job entry (unlisted ones disabled) and read it back."""
-        want = {}
-        for addr, value in regmap.job_writes(jobs):
-            want[addr] = value
-            await self.write_reg(addr, value)
-        for addr, value in want.items():
-            got = await self.read_reg(addr)
-            if got != value:
-                raise BenchError(f"control register 0x{addr:04x} reads 0x{got:x}, "
-                                 f"wrote 0x{value:x}")
 
     async def read_counters(self) -> dict[str, int]:
         return {name: await self.read_reg(regmap.counter_addr(name))

@@ -25,11 +25,12 @@ import os
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import RisingEdge
 
 from netagg import regmap
 from netagg.jobs import JobTable
 from netagg.params import Params
+from netagg.sim.cocotb.tb import ControlPort
 
 ENV_PARAMS, ENV_IO, ENV_OUT = "NETAGG_TB_PARAMS", "NETAGG_TB_IO", "NETAGG_TB_OUT"
 PERIOD_NS = 8
@@ -40,7 +41,7 @@ def _write(obj) -> None:
         json.dump(obj, f)
 
 
-class Bench:
+class Bench(ControlPort):
     def __init__(self, dut, params: Params, ports: int):
         from cocotbext.eth import GmiiSink, GmiiSource
         self.dut, self.params, self.ports = dut, params, ports
@@ -69,34 +70,6 @@ class Bench:
         await self.tick(4)
         d.rst.value = 0
         await self.tick(self.params.slots + 16)
-
-    async def write_reg(self, addr, value):
-        d = self.dut
-        d.ctrl_addr.value = addr
-        d.ctrl_wdata.value = value
-        d.ctrl_we.value = 1
-        await self.tick()
-        d.ctrl_we.value = 0
-
-    async def read_reg(self, addr):
-        d = self.dut
-        d.ctrl_we.value = 0
-        d.ctrl_addr.value = addr
-        await self.tick()
-        await ReadOnly()
-        value = d.ctrl_rdata.value.to_unsigned()
-        await self.tick()
-        return value
-
-    async def configure(self, jobs):
-        want = dict(regmap.job_writes(jobs))
-        for addr, value in regmap.job_writes(jobs):
-            await self.write_reg(addr, value)
-        for addr, value in want.items():
-            got = await self.read_reg(addr)
-            if got != value:
-                raise AssertionError(f"control register 0x{addr:04x} reads 0x{got:x}, "
-                                     f"wrote 0x{value:x}")
 
     async def counters(self):
         names = [(n, regmap.counter_addr(n)) for n in regmap.CORE_COUNTERS]
