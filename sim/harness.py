@@ -35,6 +35,7 @@ import signal
 import sys
 import tempfile
 import threading
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from netagg import pcap
@@ -250,6 +251,11 @@ def _run(sim, quiet: bool):
         if quiet:
             sys.stderr.write("\n".join(capture.lines[-60:]) + "\n")
         raise SimError(f"{e}") from None
+    except ET.ParseError:            # no results: the cocotb module did not even load
+        if quiet:
+            sys.stderr.write("\n".join(capture.lines[-60:]) + "\n")
+        raise SimError(f"the cocotb module {sim.module!r} wrote no results (it did not load "
+                       "or the simulator stopped early; see its log)") from None
     finally:
         if quiet:
             log.removeHandler(capture)

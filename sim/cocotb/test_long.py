@@ -30,9 +30,9 @@ import zlib
 import cocotb
 
 from netagg.params import Params
-from netagg.sim.cocotb.tb import TB, Scoreboard, regression_jobs
+from netagg.sim.cocotb.tb import TB, Scoreboard
 from netagg.sim.harness import ENV_OUT, ENV_PARAMS
-from netagg.sim.traffic import random_traffic
+from netagg.sim.traffic import random_traffic, regression_jobs
 
 CHUNK = 2000
 

@@ -19,8 +19,9 @@ from cocotb.triggers import ReadOnly
 
 from netagg import regmap
 from netagg.params import Params
-from netagg.sim.cocotb.tb import TB, BenchError, Scoreboard, Traffic, regression_jobs
+from netagg.sim.cocotb.tb import TB, BenchError, Scoreboard
 from netagg.sim.harness import ENV_PARAMS
+from netagg.sim.traffic import Traffic, regression_jobs
 
 RESETS = int(os.environ.get("NETAGG_TB_RESETS", "6"))
 
