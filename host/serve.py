@@ -34,12 +34,14 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import queue
 import random
 import select
 import signal
 import socket
 import struct
 import sys
+import threading
 import time
 
 from netagg import frames as framing
@@ -124,6 +126,19 @@ class ModelBackend:
 
 class _Stop(Exception):
     pass
+
+
+def _sender(outq, sendto) -> None:
+    """Send (RESULT, destination) pairs from ``outq`` until None."""
+    get = outq.get
+    while True:
+        item = get()
+        if item is None:
+            return
+        try:
+            sendto(*item)
+        except OSError:
+            pass                                   # e.g. a full buffer: as lost on the wire
 
 
 class Server:
@@ -298,6 +313,16 @@ class Server:
         plain = not self.loss and not self.dup and self.in_pcap is None
         process, book, sendto = self.backend.process, self.book, sock.sendto
         book_get = book.get
+        # RESULTs are sent by a second thread, in order, from the listening
+        # socket: the system calls of sending (most of serve's time) run
+        # beside the receiving and the model (sendto releases the GIL).
+        outq = queue.SimpleQueue()
+        put = outq.put
+        sender = None
+        if plain:
+            sender = threading.Thread(target=_sender, args=(outq, sendto), daemon=True,
+                                      name="netagg-serve-sender")
+            sender.start()
         try:
             while not self._stop:
                 try:
@@ -333,16 +358,16 @@ class Server:
                     for r in results:
                         dst = book_get((r[2], (r[6] << 8) | r[7]))
                         if dst is not None:
-                            try:
-                                sendto(r, dst)
-                            except OSError:
-                                pass
+                            put((r, dst))
                     continue
                 if self.loss and self.rng.random() < self.loss:
                     self.faults["lost_in"] += 1
                     continue
                 self.handle(bytes(view[:n]), addr)
         finally:
+            if sender is not None:                 # every RESULT in the queue goes out
+                put(None)
+                sender.join()
             for sig, handler in old.items():
                 signal.signal(sig, handler)
         self.write_stats()
