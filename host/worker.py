@@ -22,9 +22,11 @@ RESULT one ``recv_into`` and a copy of its payload into the output buffer.
 
 from __future__ import annotations
 
+import queue
 import select
 import socket
 import struct
+import threading
 import time
 from collections.abc import Mapping
 
@@ -127,6 +129,20 @@ def _wire_dtype(x: np.ndarray, dtype: str | None) -> tuple[DType, np.dtype]:
                     "(ml_dtypes), or uint16 bit patterns with dtype='bf16'")
 
 
+def _sender(outq, send) -> None:
+    """Send the datagrams of ``outq`` (without blocking) until None; a failed
+    send is as a datagram lost on the wire (the timeout resends it)."""
+    get = outq.get
+    while True:
+        item = get()
+        if item is None:
+            return
+        try:
+            send(item, _MSG_DONTWAIT)
+        except OSError:
+            pass
+
+
 class Worker:
     """One rank of one job, talking to the switch at ``switch`` (host, port).
 
@@ -200,13 +216,30 @@ class Worker:
             self._kernel_wait = False
         self._ver = np.zeros(self.slots, dtype=np.uint8)     # next ver of every slot
         self._rbuf = bytearray(65536)
+        # CONTRIBs are sent by a second thread, in order (its send system
+        # calls run beside this thread's receiving and matching).
+        self._outq: queue.SimpleQueue = queue.SimpleQueue()
+        self._sender = threading.Thread(target=_sender, args=(self._outq, self.sock.send),
+                                        daemon=True, name=f"netagg-worker-{job}-{rank}")
+        self._sender.start()
         self.stats = Stats()
         self.last_status = Stats()
 
     # -- context manager -------------------------------------------------
 
     def close(self) -> None:
+        """Stop the sending thread (after the CONTRIBs it holds) and close the socket."""
+        sender = getattr(self, "_sender", None)
+        if sender is not None:
+            self._sender = None
+            self._outq.put(None)
+            sender.join()
         self.sock.close()
+
+    def __del__(self):
+        sender = getattr(self, "_sender", None)
+        if sender is not None:                     # not closed: let the thread end
+            self._outq.put(None)
 
     def __enter__(self):
         return self
@@ -286,8 +319,10 @@ class Worker:
         its key is there and its length is the chunk's."""
         sock, K, n, rank, job = self.sock, self.elements, self.slots, self.rank, self.job
         W = self.workers
-        send, recv_into = sock.send, sock.recv_into
-        nowait = _MSG_DONTWAIT
+        recv_into = sock.recv_into
+        if self._sender is None:
+            raise ValueError("the Worker is closed")
+        send = self._outq.put                      # to the sending thread
         kernel_wait = self._kernel_wait
         rbuf = self._rbuf
         rmv = memoryview(rbuf)
@@ -311,10 +346,7 @@ class Worker:
 
         def transmit(c):
             a = c * msg_len
-            try:
-                send(buf[a:a + (last_len if c == lastc else msg_len)], nowait)
-            except (BlockingIOError, ConnectionRefusedError, InterruptedError):
-                pass                                # as lost: the timeout resends it
+            send(buf[a:a + (last_len if c == lastc else msg_len)])
 
         now = monotonic()
         for s in range(active):
@@ -361,11 +393,7 @@ class Worker:
                             wait[s] = base
                             pending[keys[14 * c:14 * c + 14]] = c
                             a = c * msg_len
-                            try:
-                                send(buf[a:a + (last_len if c == lastc else msg_len)],
-                                     nowait)
-                            except (BlockingIOError, ConnectionRefusedError, InterruptedError):
-                                pass                # as lost: the timeout resends it
+                            send(buf[a:a + (last_len if c == lastc else msg_len)])
                             chunks_sent += 1
                             now = monotonic()
                             d = deadline[s] = now + base
