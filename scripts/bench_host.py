@@ -62,10 +62,11 @@ def bench_model(n: int = 131072) -> dict:
     jobs = JobTable([Job(0, 4, 0, 64)], params)
     msgs = _lockstep(n, 4, 64, 64)
     sw = Switch(params, jobs)
-    t = time.perf_counter()
+    load = os.getloadavg()
+    c0, t = time.process_time(), time.perf_counter()
     for m in msgs:
         sw.process(m)
-    dt = time.perf_counter() - t
+    dt, cpu = time.perf_counter() - t, time.process_time() - c0
     src = framing.Endpoint(b"\2\0\x7f\0\0\1", b"\x7f\0\0\1", 5000)
     dst = framing.Endpoint(params.switch_mac_bytes, params.switch_ip_bytes, params.port)
     frames = [framing.build_frame(m, src, dst) for m in msgs]
@@ -74,6 +75,7 @@ def bench_model(n: int = 131072) -> dict:
     dt2 = time.perf_counter() - t
     return {"messages": n, "workers": 4, "K": 64,
             "switch_process_msgs_per_s": round(n / dt), "switch_process_s": round(dt, 3),
+            "switch_process_cpu_us_per_msg": round(cpu / n * 1e6, 2), "load_average": load,
             "frame_model_msgs_per_s": round(n / dt2), "frame_model_s": round(dt2, 3)}
 
 
@@ -156,6 +158,7 @@ def bench_worker(chunks: int = 50000, K: int = 64, slots: int = 128) -> dict:
         x = np.ones(chunks * K, np.float32)
         with Worker(srv.address, 0, 0, 1, slots, K, timeout=0.5) as w:
             w.allreduce(x[:K * 100])
+            load = os.getloadavg()
             c0, s0 = time.process_time(), srv.cpu_seconds()
             t = time.perf_counter()
             w.allreduce(x)
@@ -166,7 +169,8 @@ def bench_worker(chunks: int = 50000, K: int = 64, slots: int = 128) -> dict:
         srv.stop()
     return {"chunks": chunks, "K": K, "slots": slots, "rank_msgs_per_s": round(chunks / dt),
             "rank_cpu_us_per_msg": round(cpu / chunks * 1e6, 1),
-            "serve_cpu_us_per_msg": round(scpu / chunks * 1e6, 1), "status": st}
+            "serve_cpu_us_per_msg": round(scpu / chunks * 1e6, 1), "status": st,
+            "load_average": load}
 
 
 REFLECTOR_C = r"""
