@@ -7,6 +7,12 @@ socket to the (IP, UDP port) the destination worker's most recent accepted
 CONTRIB (verdict accept or retransmit) in that job came from: the addressing
 rule of ``netagg sim`` / ``netagg model``.
 
+Without fault injection or recording, RESULTs are queued, with the
+destination resolved when the backend produced them, for a second thread
+that sends them in order from the listening socket (the send system calls
+then run beside receiving and the model); a stop sends every queued RESULT
+before the stats are written.
+
 Backends (:class:`ModelBackend`, and :class:`netagg.host.rtl.RtlBackend`)
 have one method, ``process(data) -> (verdict, [RESULT bytes])``, and a
 ``counters`` dict with every counter of protocol.md.

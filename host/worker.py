@@ -16,8 +16,10 @@ is raised. Every slot's ``ver`` alternates and persists across calls (after
 a timeout, the ver of a chunk that was sent counts as used).
 
 Messages are laid out once per call in one NumPy buffer (headers built
-vectorised); sending a chunk is one ``send`` of a slice of it, receiving a
-RESULT one ``recv_into`` and a copy of its payload into the output buffer.
+vectorised); sending a chunk hands a slice of it to the Worker's sending
+thread (in order, ``MSG_DONTWAIT``), receiving a RESULT is one
+``recv_into``, one dict look-up of its 14-byte key among the chunks in
+flight and a copy of its payload into the output buffer.
 """
 
 from __future__ import annotations
