@@ -318,7 +318,7 @@ class Server:
         # itself (the same steps as handle() and _process()).
         plain = not self.loss and not self.dup and self.in_pcap is None
         process, book, sendto = self.backend.process, self.book, sock.sendto
-        book_get = book.get
+        book_get, recvfrom_into = book.get, sock.recvfrom_into
         # RESULTs are sent by a second thread, in order, from the listening
         # socket: the system calls of sending (most of serve's time) run
         # beside the receiving and the model (sendto releases the GIL).
@@ -333,7 +333,7 @@ class Server:
             while not self._stop:
                 try:
                     self._in_recv = True
-                    n, addr = sock.recvfrom_into(buf)
+                    n, addr = recvfrom_into(buf)
                 except _Stop:
                     break
                 except (TimeoutError, InterruptedError):
