@@ -135,16 +135,18 @@ class _Stop(Exception):
 
 
 def _sender(outq, sendto) -> None:
-    """Send (RESULT, destination) pairs from ``outq`` until None."""
+    """Send the lists of (RESULT, destination) pairs from ``outq``, in order,
+    until None."""
     get = outq.get
     while True:
-        item = get()
-        if item is None:
+        batch = get()
+        if batch is None:
             return
-        try:
-            sendto(*item)
-        except OSError:
-            pass                                   # e.g. a full buffer: as lost on the wire
+        for r, dst in batch:
+            try:
+                sendto(r, dst)
+            except OSError:
+                pass                               # e.g. a full buffer: as lost on the wire
 
 
 class Server:
@@ -361,10 +363,9 @@ class Server:
                         key = (data[2], (data[6] << 8) | data[7])
                         if book_get(key) != addr:
                             book[key] = addr
-                    for r in results:
-                        dst = book_get((r[2], (r[6] << 8) | r[7]))
-                        if dst is not None:
-                            put((r, dst))
+                    if results:                    # one hand-over per message
+                        put([(r, dst) for r in results
+                             if (dst := book_get((r[2], (r[6] << 8) | r[7]))) is not None])
                     continue
                 if self.loss and self.rng.random() < self.loss:
                     self.faults["lost_in"] += 1
