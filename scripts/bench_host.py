@@ -6,14 +6,19 @@ the rtl backend's messages per second.
 
     python scripts/bench_host.py --json out/bench_host.json            # full grid
     python scripts/bench_host.py --quick --json out/bench_host.json    # reduced grid
-    python scripts/bench_host.py --only model,serve,worker             # sections
+    python scripts/bench_host.py --only model,serve,worker,ceiling     # the message rates
 
 Sections: ``model`` (Switch.process and the frame-level model on 131,072
-lockstep K = 64 fp32 messages), ``serve`` (a raw client keeps a window of
-lockstep CONTRIBs in flight against serve: messages/s), ``worker`` (one
-rank, W = 1 job: every CONTRIB answered at once; messages/s and the rank's
-CPU time per message; and against an ideal switch, a C reflector, for the
-library's own rate), ``grid`` (W x tensor size x K: goodput MB/s per rank
+lockstep K = 64 fp32 messages), ``serve`` (serve kept saturated by a C
+load generator, W = 2, 4, 8 ranks streaming lockstep K = 64 chunks from
+their own sockets: serve's messages/s and CPU us/message; and the earlier
+figure, a Python raw client keeping a window of 64 in flight), ``worker``
+(one rank, W = 1 job: every CONTRIB answered at once; messages/s and the
+rank's CPU time per message; and against an ideal switch, a batched C
+reflector, for the library's own rate), ``ceiling`` (raw Python UDP, one
+system call per datagram, measured the same ways: a client against the C
+reflector, a reflector fed by the C load generator), ``grid`` (W x tensor
+size x K: goodput MB/s per rank
 = tensor bytes / call time, median call latency; gloo beside it and the
 ratio), ``loss`` (slowdown of one grid point under 1% and 5% loss), ``rtl``
 (Verilator backend, small build: messages/s). Figures depend on the machine
@@ -102,6 +107,15 @@ class Serve:
         with open(f"/proc/{self.proc.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def receiver_waits(self) -> int:
+        """Voluntary context switches of serve's receiving (main) thread: how
+        often it found no datagram waiting and slept."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+        return -1
 
     def stop(self) -> dict:
         self.proc.send_signal(signal.SIGINT)
@@ -350,10 +364,10 @@ def bench_serve_saturated(Ws=(2, 4, 8), messages: int = 160000, K: int = 64,
         try:
             _loadgen(srv.port, W, slots, K, 200, job=0)             # warm-up (slots reused)
             load = os.getloadavg()
-            c0 = srv.cpu_seconds()
+            c0, v0 = srv.cpu_seconds(), srv.receiver_waits()
             r0 = 200 * W
             res = _loadgen(srv.port, W, slots, K, messages // W, job=0)
-            cpu = srv.cpu_seconds() - c0
+            cpu, waits = srv.cpu_seconds() - c0, srv.receiver_waits() - v0
         finally:
             stats = srv.stop()
         rx = stats["rx"] - r0
@@ -362,6 +376,7 @@ def bench_serve_saturated(Ws=(2, 4, 8), messages: int = 160000, K: int = 64,
                      "serve_msgs_per_s": round(rx / res["seconds"]),
                      "serve_cpu_us_per_msg": round(cpu / max(rx, 1) * 1e6, 2),
                      "serve_cpu_share": round(cpu / res["seconds"], 3),
+                     "serve_receiver_waits": waits,
                      "complete": res["complete"], "load_average": load})
     return rows
 
