@@ -7,12 +7,6 @@ socket to the (IP, UDP port) the destination worker's most recent accepted
 CONTRIB (verdict accept or retransmit) in that job came from: the addressing
 rule of ``netagg sim`` / ``netagg model``.
 
-Without fault injection or recording, RESULTs are queued, with the
-destination resolved when the backend produced them, for a second thread
-that sends them in order from the listening socket (the send system calls
-then run beside receiving and the model); a stop sends every queued RESULT
-before the stats are written.
-
 Backends (:class:`ModelBackend`, and :class:`netagg.host.rtl.RtlBackend`)
 have one method, ``process(data) -> (verdict, [RESULT bytes])``, and a
 ``counters`` dict with every counter of protocol.md.
@@ -40,14 +34,12 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import queue
 import random
 import select
 import signal
 import socket
 import struct
 import sys
-import threading
 import time
 
 from netagg import frames as framing
@@ -132,21 +124,6 @@ class ModelBackend:
 
 class _Stop(Exception):
     pass
-
-
-def _sender(outq, sendto) -> None:
-    """Send the lists of (RESULT, destination) pairs from ``outq``, in order,
-    until None."""
-    get = outq.get
-    while True:
-        batch = get()
-        if batch is None:
-            return
-        for r, dst in batch:
-            try:
-                sendto(r, dst)
-            except OSError:
-                pass                               # e.g. a full buffer: as lost on the wire
 
 
 class Server:
@@ -321,16 +298,6 @@ class Server:
         plain = not self.loss and not self.dup and self.in_pcap is None
         process, book, sendto = self.backend.process, self.book, sock.sendto
         book_get, recvfrom_into = book.get, sock.recvfrom_into
-        # RESULTs are sent by a second thread, in order, from the listening
-        # socket: the system calls of sending (most of serve's time) run
-        # beside the receiving and the model (sendto releases the GIL).
-        outq = queue.SimpleQueue()
-        put = outq.put
-        sender = None
-        if plain:
-            sender = threading.Thread(target=_sender, args=(outq, sendto), daemon=True,
-                                      name="netagg-serve-sender")
-            sender.start()
         try:
             while not self._stop:
                 try:
@@ -363,18 +330,19 @@ class Server:
                         key = (data[2], (data[6] << 8) | data[7])
                         if book_get(key) != addr:
                             book[key] = addr
-                    if results:                    # one hand-over per message
-                        put([(r, dst) for r in results
-                             if (dst := book_get((r[2], (r[6] << 8) | r[7]))) is not None])
+                    for r in results:
+                        dst = book_get((r[2], (r[6] << 8) | r[7]))
+                        if dst is not None:
+                            try:
+                                sendto(r, dst)
+                            except OSError:
+                                pass
                     continue
                 if self.loss and self.rng.random() < self.loss:
                     self.faults["lost_in"] += 1
                     continue
                 self.handle(bytes(view[:n]), addr)
         finally:
-            if sender is not None:                 # every RESULT in the queue goes out
-                put(None)
-                sender.join()
             for sig, handler in old.items():
                 signal.signal(sig, handler)
         self.write_stats()

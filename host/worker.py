@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import queue
 import select
+import signal
 import socket
 import struct
 import threading
@@ -133,7 +134,10 @@ def _wire_dtype(x: np.ndarray, dtype: str | None) -> tuple[DType, np.dtype]:
 
 def _sender(outq, send) -> None:
     """Send the datagrams of ``outq`` (without blocking) until None; a failed
-    send is as a datagram lost on the wire (the timeout resends it)."""
+    send is as a datagram lost on the wire (the timeout resends it). SIGINT
+    and SIGTERM are blocked in this thread: they interrupt the caller's."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     get = outq.get
     while True:
         item = get()

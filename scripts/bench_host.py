@@ -41,6 +41,16 @@ import time
 import numpy as np
 
 SIZES_FULL = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
+PIN: dict[str, set[int]] = {}
+"""With ``--pin``: CPU sets of the measured process ("measured") and of its
+peer ("peer"), e.g. serve on CPU 1 and the load generator on CPU 0."""
+
+
+def _preexec(role: str):
+    cpus = PIN.get(role)
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
 SIZES_QUICK = [4 << 10, 256 << 10, 4 << 20]
 
 
@@ -87,7 +97,7 @@ def bench_model(n: int = 131072) -> dict:
 class Serve:
     """A ``netagg serve`` subprocess."""
 
-    def __init__(self, jobs: list[dict], extra: list[str] = ()):
+    def __init__(self, jobs: list[dict], extra: list[str] = (), role: str = "measured"):
         self.tmp = tempfile.mkdtemp(prefix="netagg-bench-")
         path = os.path.join(self.tmp, "jobs.json")
         with open(path, "w") as f:
@@ -96,7 +106,8 @@ class Serve:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "netagg", "serve", "--jobs-config", path, "--listen",
              "127.0.0.1:0", "--stats", self.stats_path, *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            preexec_fn=_preexec(role))
         line = self.proc.stdout.readline()
         if not line.startswith("netagg serve: listening"):
             raise RuntimeError(f"netagg serve did not start: {line!r}")
@@ -167,7 +178,7 @@ def bench_serve(n: int = 40000, window: int = 64) -> dict:
 
 def bench_worker(chunks: int = 50000, K: int = 64, slots: int = 128) -> dict:
     from netagg.host import Worker
-    srv = Serve([{"id": 0, "workers": 1, "slot_base": 0, "slots": slots}])
+    srv = Serve([{"id": 0, "workers": 1, "slot_base": 0, "slots": slots}], role="peer")
     try:
         x = np.ones(chunks * K, np.float32)
         with Worker(srv.address, 0, 0, 1, slots, K, timeout=0.5) as w:
@@ -345,7 +356,8 @@ def _c_program(name: str, source: str) -> str | None:
 def _loadgen(port: int, W: int, slots: int, K: int, chunks: int, job: int = 0) -> dict:
     exe = _c_program("loadgen", LOADGEN_C)
     out = subprocess.run([exe, str(port), str(W), str(slots), str(K), str(chunks), str(job)],
-                         capture_output=True, text=True, check=True, timeout=600).stdout
+                         capture_output=True, text=True, check=True, timeout=600,
+                         preexec_fn=_preexec("peer")).stdout
     return json.loads(out)
 
 
@@ -389,7 +401,7 @@ def bench_worker_alone(chunks: int = 100000, K: int = 64, slots: int = 128) -> d
     exe = _c_program("reflector", REFLECTOR_C)
     if exe is None:
         return {"skipped": "no C compiler"}
-    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True, preexec_fn=_preexec("peer"))
     try:
         port = int(proc.stdout.readline())
         x = np.ones(chunks * K, np.float32)
@@ -422,7 +434,7 @@ def bench_ceiling(n: int = 100000, K: int = 64, window: int = 128) -> dict:
     exe = _c_program("reflector", REFLECTOR_C)
     if exe is None:
         return {"skipped": "no C compiler"}
-    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True, preexec_fn=_preexec("peer"))
     try:
         port = int(proc.stdout.readline())
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -454,7 +466,7 @@ def bench_ceiling(n: int = 100000, K: int = 64, window: int = 128) -> dict:
     s.bind(("127.0.0.1", 0))
     exe = _c_program("loadgen", LOADGEN_C)
     lg = subprocess.Popen([exe, str(s.getsockname()[1]), "1", str(window), str(K), str(n), "0"],
-                          stdout=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE, text=True, preexec_fn=_preexec("peer"))
     buf = bytearray(65536)
     view = memoryview(buf)
     recvfrom_into, sendto = s.recvfrom_into, s.sendto
@@ -585,7 +597,13 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", default=None, help="comma list of W (default 2,4,8)")
     ap.add_argument("--sizes", default=None, help="comma list of tensor bytes")
     ap.add_argument("--reps", type=int, default=5, help="calls per point (median)")
+    ap.add_argument("--pin", metavar="MEASURED,PEER", default=None,
+                    help="CPU of the measured process (serve; this process for the worker "
+                         "library) and of its peer (load generator, reflector, serve), e.g. 1,0")
     args = ap.parse_args(argv)
+    if args.pin:
+        a, b = (int(c) for c in args.pin.split(","))
+        PIN.update(measured={a}, peer={b})
     only = set(args.only.split(","))
     Ws = [int(w) for w in args.workers.split(",")] if args.workers else (
         [2, 4] if args.quick else [2, 4, 8])
@@ -602,14 +620,24 @@ def main(argv=None) -> int:
             print("serve_saturated", r, file=sys.stderr)
         report["serve"] = bench_serve()
         print("serve", report["serve"], file=sys.stderr)
+    if PIN:
+        report["pin"] = {k: sorted(v) for k, v in PIN.items()}
     if "worker" in only:
+        all_cpus = os.sched_getaffinity(0)
+        if PIN:                                    # the worker library runs here
+            os.sched_setaffinity(0, PIN["measured"])
         report["worker"] = bench_worker()
         print("worker", report["worker"], file=sys.stderr)
     if "worker" in only:
         report["worker_alone"] = bench_worker_alone()
         print("worker_alone", report["worker_alone"], file=sys.stderr)
+        os.sched_setaffinity(0, all_cpus)
     if "ceiling" in only:
+        all_cpus = os.sched_getaffinity(0)
+        if PIN:
+            os.sched_setaffinity(0, PIN["measured"])
         report["ceiling"] = bench_ceiling()
+        os.sched_setaffinity(0, all_cpus)
         print("ceiling", report["ceiling"], file=sys.stderr)
     if "grid" in only:
         report["grid"] = []
