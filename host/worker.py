@@ -16,15 +16,20 @@ is raised. Every slot's ``ver`` alternates and persists across calls (after
 a timeout, the ver of a chunk that was sent counts as used).
 
 Messages are laid out once per call in one NumPy buffer (headers built
-vectorised); sending a chunk is one ``send`` of a slice of it, receiving a
-RESULT one ``recv_into`` and a copy of its payload into the output buffer.
+vectorised); sending a chunk hands a slice of it to the Worker's sending
+thread (in order, ``MSG_DONTWAIT``), receiving a RESULT is one
+``recv_into``, one dict look-up of its 14-byte key among the chunks in
+flight and a copy of its payload into the output buffer.
 """
 
 from __future__ import annotations
 
+import queue
 import select
+import signal
 import socket
 import struct
+import threading
 import time
 from collections.abc import Mapping
 
@@ -39,6 +44,7 @@ _HEADER_DTYPE = np.dtype([("b0", "u1"), ("ver", "u1"), ("job", "u1"), ("dt_op", 
 assert _HEADER_DTYPE.itemsize == HEADER_BYTES
 _CONTRIB0 = (VERSION << 4) | MsgType.CONTRIB
 _RESULT0 = (VERSION << 4) | MsgType.RESULT
+_MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 MAX_BACKOFF = 16
 """The retransmission timeout doubles up to this many times ``timeout``."""
 STATS = ("chunks", "resends", "results", "ignored", "nan", "overflow")
@@ -126,6 +132,23 @@ def _wire_dtype(x: np.ndarray, dtype: str | None) -> tuple[DType, np.dtype]:
                     "(ml_dtypes), or uint16 bit patterns with dtype='bf16'")
 
 
+def _sender(outq, send) -> None:
+    """Send the datagrams of ``outq`` (without blocking) until None; a failed
+    send is as a datagram lost on the wire (the timeout resends it). SIGINT
+    and SIGTERM are blocked in this thread: they interrupt the caller's."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    get = outq.get
+    while True:
+        item = get()
+        if item is None:
+            return
+        try:
+            send(item, _MSG_DONTWAIT)
+        except OSError:
+            pass
+
+
 class Worker:
     """One rank of one job, talking to the switch at ``switch`` (host, port).
 
@@ -185,16 +208,44 @@ class Worker:
             self.sock.close()
             raise ValueError(f"switch address {self.switch[0]}:{self.switch[1]} is not "
                              f"reachable: {e.strerror or e}") from None
-        self.sock.setblocking(False)
+        # Receives block in the kernel for at most ``_poll`` seconds
+        # (SO_RCVTIMEO: no poll() before each recv, no exception per empty
+        # queue); sends never block (MSG_DONTWAIT). Where SO_RCVTIMEO cannot
+        # be set, the socket is non-blocking and waits in select().
+        self._poll = min(self.timeout, 0.005)
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                 struct.pack("ll", 0, max(1, int(self._poll * 1e6))))
+            self._kernel_wait = True
+        except (OSError, AttributeError, struct.error):
+            self.sock.setblocking(False)
+            self._kernel_wait = False
         self._ver = np.zeros(self.slots, dtype=np.uint8)     # next ver of every slot
         self._rbuf = bytearray(65536)
+        # CONTRIBs are sent by a second thread, in order (its send system
+        # calls run beside this thread's receiving and matching).
+        self._outq: queue.SimpleQueue = queue.SimpleQueue()
+        self._sender = threading.Thread(target=_sender, args=(self._outq, self.sock.send),
+                                        daemon=True, name=f"netagg-worker-{job}-{rank}")
+        self._sender.start()
         self.stats = Stats()
         self.last_status = Stats()
 
     # -- context manager -------------------------------------------------
 
     def close(self) -> None:
+        """Stop the sending thread (after the CONTRIBs it holds) and close the socket."""
+        sender = getattr(self, "_sender", None)
+        if sender is not None:
+            self._sender = None
+            self._outq.put(None)
+            sender.join()
         self.sock.close()
+
+    def __del__(self):
+        sender = getattr(self, "_sender", None)
+        if sender is not None:                     # not closed: let the thread end
+            self._outq.put(None)
 
     def __enter__(self):
         return self
@@ -247,54 +298,67 @@ class Worker:
         full = nchunks - 1
         msgs["p"][:full] = payload[:full * K * esz].reshape(full, K * esz)
         msgs["p"][full, :last * esz] = payload[full * K * esz:]
-        buf = memoryview(msgs.view(np.uint8).reshape(-1))
+        raw = msgs.view(np.uint8).reshape(nchunks, -1)
+        # The RESULT expected for chunk c starts with its CONTRIB's bytes 0-13
+        # but for the type (byte 0) and its dtype/op byte (3), which is not
+        # matched: keys[c] is the first 14 bytes with byte 0 the RESULT's and
+        # byte 3 the CONTRIB's.
+        keys = raw[:, :14].copy()
+        keys[:, 0] = _RESULT0
+        buf = memoryview(raw.reshape(-1))
         out = np.empty(size * esz, dtype=np.uint8)
         out_mv = memoryview(out)
         try:
-            self._run(buf, msg_len, nchunks, last, esz, out_mv, vers, status)
+            self._run(buf, msg_len, nchunks, last, esz, out_mv, keys.tobytes(), status)
         finally:
             self.stats.add(status)
         y = out.view(bits.newbyteorder(">")).astype(bits).view(x.dtype)
         return y.reshape(x.shape)
 
-    def _run(self, buf, msg_len, nchunks, last, esz, out_mv, vers, status) -> None:
+    def _run(self, buf, msg_len, nchunks, last, esz, out_mv, keys, status) -> None:
         """The window loop: chunks in flight one per slot, RESULTs matched,
-        resends on timeouts."""
+        resends on timeouts.
+
+        ``pending`` maps the 14-byte key of every chunk in flight (a RESULT's
+        bytes 0-13 with byte 3 set to the call's dtype/op byte: job, slot,
+        ver, worker, offset and count) to its chunk; a datagram matches when
+        its key is there and its length is the chunk's."""
         sock, K, n, rank, job = self.sock, self.elements, self.slots, self.rank, self.job
         W = self.workers
-        send, recv_into = sock.send, sock.recv_into
+        recv_into = sock.recv_into
+        if self._sender is None:
+            raise ValueError("the Worker is closed")
+        send = self._outq.put                      # to the sending thread
+        kernel_wait = self._kernel_wait
         rbuf = self._rbuf
         rmv = memoryview(rbuf)
-        unpack = _HEADER.unpack_from
+        key_of = memoryview(rmv[:14])
+        dt_op = keys[3]
         base, cap = self.timeout, self.timeout * MAX_BACKOFF
         monotonic = time.monotonic
         active = min(n, nchunks)
+        lastc = nchunks - 1
+        last_len = HEADER_BYTES + last * esz
         inflight = list(range(active))              # chunk in flight on slot s, or -1
         inflight += [-1] * (n - active)
-        expect_ver = [int(v) for v in vers[:active]] + [0] * (n - active)
+        hi = list(inflight)                         # the last chunk sent on slot s, or -1
         tries = [0] * n
         wait = [base] * n
         deadline = [0.0] * n
-        ver_arr = self._ver
+        pending: dict[bytes, int] = {}
         remaining = nchunks
         results = ignored = nan = ovf = resends = 0
         chunks_sent = 0
 
-        def length(c):
-            return HEADER_BYTES + (last if c == nchunks - 1 else K) * esz
-
         def transmit(c):
             a = c * msg_len
-            try:
-                send(buf[a:a + length(c)])
-            except (BlockingIOError, ConnectionRefusedError, InterruptedError):
-                pass                                # as lost: the timeout resends it
+            send(buf[a:a + (last_len if c == lastc else msg_len)])
 
         now = monotonic()
         for s in range(active):
+            pending[keys[14 * s:14 * s + 14]] = s
             transmit(s)
             deadline[s] = now + base
-            ver_arr[s] ^= 1
         chunks_sent = active
         next_check = now + base
         try:
@@ -306,51 +370,58 @@ class Worker:
                 except ConnectionRefusedError:      # ICMP port unreachable: no switch there
                     nb = -2
                 if nb >= HEADER_BYTES:
-                    b0, b1, rjob, _dt, s, w, off, cnt, st = unpack(rbuf)
-                    c = inflight[s] if s < n else -1
-                    if (b0 == _RESULT0 and rjob == job and w == rank and c >= 0
-                            and b1 == expect_ver[s] and off == c * K
-                            and cnt == (last if c == nchunks - 1 else K)
-                            and nb == HEADER_BYTES + cnt * esz):
-                        if st & 0xFF != W:
+                    rbuf[3] = dt_op                 # the RESULT's dtype/op is not matched
+                    key = key_of.tobytes()
+                    c = pending.get(key)
+                    if c is not None and nb == (last_len if c == lastc else msg_len):
+                        st = rbuf[15]               # status bits 7..0: contributors
+                        if st != W:
                             raise JobConfigError(
-                                f"job {job} rank {rank}: a RESULT has {st & 0xFF} "
+                                f"job {job} rank {rank}: a RESULT has {st} "
                                 f"contributors but the job has {W} workers (the switch's "
                                 "job table and the workers disagree)")
-                        a = off * esz
-                        out_mv[a:a + cnt * esz] = rmv[HEADER_BYTES:nb]
+                        del pending[key]
+                        a = c * K * esz
+                        out_mv[a:a + nb - HEADER_BYTES] = rmv[HEADER_BYTES:nb]
                         results += 1
-                        if st & STATUS_NAN:
-                            nan += 1
-                        if st & STATUS_OVERFLOW:
-                            ovf += 1
+                        st = rbuf[14]               # status bits 15..8
+                        if st:
+                            if st & (STATUS_NAN >> 8):
+                                nan += 1
+                            if st & (STATUS_OVERFLOW >> 8):
+                                ovf += 1
                         remaining -= 1
+                        s = c % n
                         c += n
                         if c < nchunks:
-                            inflight[s] = c
-                            expect_ver[s] ^= 1
-                            ver_arr[s] ^= 1
+                            inflight[s] = hi[s] = c
                             tries[s] = 0
                             wait[s] = base
-                            transmit(c)
+                            pending[keys[14 * c:14 * c + 14]] = c
+                            a = c * msg_len
+                            send(buf[a:a + (last_len if c == lastc else msg_len)])
                             chunks_sent += 1
-                            d = monotonic() + base
-                            deadline[s] = d
-                            if d < next_check:
-                                next_check = d
+                            now = monotonic()
+                            d = deadline[s] = now + base
+                            if now < next_check:
+                                if d < next_check:
+                                    next_check = d
+                                continue
                         else:
                             inflight[s] = -1
+                            continue
+                    else:
+                        ignored += 1
                         continue
+                elif nb >= 0:
                     ignored += 1
                     continue
-                if nb >= 0:
-                    ignored += 1
-                    continue
-                now = monotonic()
-                if now < next_check:
-                    if nb == -1:
-                        select.select((sock,), (), (), next_check - now)
-                    continue
+                else:
+                    now = monotonic()
+                    if now < next_check:
+                        if nb == -1 and not kernel_wait:
+                            select.select((sock,), (), (), next_check - now)
+                        continue
                 next_check = now + cap
                 for s in range(n):
                     c = inflight[s]
@@ -373,6 +444,10 @@ class Worker:
                     if deadline[s] < next_check:
                         next_check = deadline[s]
         finally:
+            # Every slot's ver flipped once per chunk sent on it (chunks
+            # s, s + n, ... up to hi[s]).
+            sent = np.array(hi[:active], dtype=np.int64)
+            self._ver[:active] ^= (((sent - np.arange(active)) // n + 1) & 1).astype(np.uint8)
             status.chunks += chunks_sent
             status.resends += resends
             status.results += results

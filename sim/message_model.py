@@ -80,22 +80,30 @@ class _Copy:
     done, the RESULT status and bytes (header with the worker field zeroed,
     and the payload)."""
 
-    __slots__ = ("bits", "n", "done", "meta", "acc", "nan", "ovf", "values", "status",
-                 "safe", "head", "body")
+    __slots__ = ("bits", "n", "done", "dt_op", "count", "offset", "acc", "accf", "nan",
+                 "ovf", "status", "pre", "suf")
 
     def __init__(self):
         self.bits = 0
         self.n = 0
         self.done = False
-        self.meta = None
-        self.acc = None
+        self.dt_op = None          # the round's metadata: dtype/op byte, count, offset
+        self.count = 0
+        self.offset = 0
+        self.acc = None            # accumulator bits (uint32)
+        self.accf = None           # the same memory as binary32 while every operand is small
         self.nan = False
         self.ovf = False
-        self.values = None
         self.status = 0
-        self.safe = False
-        self.head = b""
-        self.body = b""
+        self.pre = b""             # RESULT bytes 0-5 (once done)
+        self.suf = b""             # RESULT bytes 8-15 and the payload (once done)
+
+    @property
+    def meta(self) -> tuple[int, int, int, int] | None:
+        """(dtype, op, count, offset) of the current or last round."""
+        if self.dt_op is None:
+            return None
+        return (self.dt_op >> 4, self.dt_op & 15, self.count, self.offset)
 
 
 _HEADER = struct.Struct(">BBBBHHIHH")      # the 16 header bytes, field by field
@@ -110,8 +118,14 @@ _F32 = np.float32
 # exponent's upper 7 bits: (byte & 0x7F) < 123 means exponent < 246.
 _BIG = bytes(int((b & 0x7F) >= 123) for b in range(256))
 _LARGE = 1
-_BEF = {int(DType.FP32): np.dtype(">f4"), int(DType.BF16): np.dtype(np.float32)}
+_ACCEPT = Verdict.ACCEPT
 _RESULT_BYTE0 = (VERSION << 4) | MsgType.RESULT
+_CONTRIB_BYTE0 = (VERSION << 4) | MsgType.CONTRIB
+_PREFIX = struct.Struct(">BBBBH")          # RESULT bytes 0-5: up to the worker field
+_SUFFIX = struct.Struct(">IHH")            # bytes 8-15: offset, count, status
+_WORKER_BYTES = tuple(w.to_bytes(2, "big") for w in range(256))
+_FP32 = int(DType.FP32)
+_BEF4 = np.dtype(">f4")
 _VERDICTS = tuple(Verdict)
 _DROP_COUNTER = {v: v.counter for v in Verdict if v.counter is not None}
 
@@ -136,6 +150,13 @@ class Switch:
         self._dtypes = frozenset(int(DType.from_name(n)) for n in params.dtypes)
         self._ops = frozenset(int(Op.from_name(n)) for n in params.ops)
         self._mode = params.bf16_accumulate
+        self._elements = params.elements
+        # Every valid dtype/op header byte: (dtype, element bytes, whether
+        # the binary32 fast sum applies, big-endian element dtype).
+        self._kinds: dict[int, tuple[int, int, bool, np.dtype]] = {
+            (d << 4) | o: (d, _SIZE[d], o == Op.SUM and (d == DType.FP32 or (
+                d == DType.BF16 and self._mode == "fp32")), _BE[d])
+            for d in self._dtypes for o in self._ops}
         self._copies: dict[int, _Copy] = {}          # key: 2 * absolute slot + ver
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self.set_jobs(jobs)
@@ -190,13 +211,12 @@ class Switch:
         counters["rx"] += 1
         if len(data) < HEADER_BYTES:
             return self._drop(Verdict.BAD_LENGTH)
-        b0, b1, jid, dt_op, rslot, w, offset, count, status = _HEADER.unpack_from(data)
-        dtype, op = dt_op >> 4, dt_op & 15
-        if (b0 != (VERSION << 4) | MsgType.CONTRIB or b1 > 1 or status
-                or dtype not in self._dtypes or op not in self._ops):
+        b0, ver, jid, dt_op, rslot, w, offset, count, status = _HEADER.unpack_from(data)
+        kind = self._kinds.get(dt_op)
+        if b0 != _CONTRIB_BYTE0 or ver > 1 or status or kind is None:
             return self._drop(Verdict.BAD_HEADER)
-        if (count == 0 or count > self.params.elements
-                or len(data) - HEADER_BYTES != count * _SIZE[dtype]):
+        dtype, size, fast, be = kind
+        if count == 0 or count > self._elements or len(data) - HEADER_BYTES != count * size:
             return self._drop(Verdict.BAD_LENGTH)
         job = self._job.get(jid)
         if job is None:
@@ -207,82 +227,83 @@ class Switch:
         if w >= workers:
             return self._drop(Verdict.BAD_WORKER)
 
-        ver = b1
         key = 2 * (base + rslot) + ver
-        c = self._copies.get(key)
+        copies = self._copies
+        c = copies.get(key)
         if c is None:
-            c = self._copies[key] = _Copy()
-        meta = (dtype, op, count, offset)
+            c = copies[key] = _Copy()
+        bit = 1 << w
 
-        if not (c.bits >> w) & 1:                        # a new contribution
-            if c.n > 0 and not c.done and meta != c.meta:
+        if not c.bits & bit:                             # a new contribution
+            fresh = c.n == 0 or c.done                   # first of a new round
+            if not fresh and (dt_op != c.dt_op or count != c.count or offset != c.offset):
                 return self._drop(Verdict.MISMATCH)
-            o = self._copies.get(key ^ 1)
+            o = copies.get(key ^ 1)
             if o is not None and o.done:
-                o.bits &= ~(1 << w)                      # w has the previous result
-            fast = op == Op.SUM and (dtype == DType.FP32
-                                     or (dtype == DType.BF16 and self._mode == "fp32"))
+                o.bits &= ~bit                           # w has the previous result
             # small: every element below 2**119 in magnitude (and so finite),
             # from the first byte of each big-endian element.
-            small = fast and _LARGE not in data[HEADER_BYTES::_SIZE[dtype]].translate(_BIG)
-            if small:
-                values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES)
-                if dtype == DType.BF16:
-                    values = (values.astype(_U32) << 16).view(_F32)  # exact widening
-                else:
-                    values = values.view(_BEF[dtype])
-            else:
-                values = np.frombuffer(data, _BE[dtype], count, HEADER_BYTES).astype(_U32)
-            if c.n == 0 or c.done:                       # first of a new round
+            small = fast and _LARGE not in data[HEADER_BYTES::size].translate(_BIG)
+            if fresh:
                 if small:
-                    c.acc, c.nan, c.safe = values.astype(_F32).view(_U32), False, True
+                    if dtype == _FP32:
+                        accf = np.frombuffer(data, _BEF4, count, HEADER_BYTES).astype(_F32)
+                    else:                                # bf16, exact widening
+                        accf = (np.frombuffer(data, be, count, HEADER_BYTES).astype(_U32)
+                                << 16).view(_F32)
+                    c.accf, c.acc, c.nan = accf, accf.view(_U32), False
                 else:
+                    values = np.frombuffer(data, be, count, HEADER_BYTES).astype(_U32)
                     c.acc, nan = arith.to_acc(dtype, values, self._mode)
-                    c.nan, c.safe = bool(nan.any()), False
-                c.meta, c.bits, c.n, c.done = meta, 1 << w, 1, False
-                c.ovf, c.values, c.status = False, None, 0
+                    c.accf, c.nan = None, bool(nan.any())
+                c.dt_op, c.count, c.offset = dt_op, count, offset
+                c.bits, c.n, c.done = bit, 1, False
+                c.ovf, c.status = False, 0
             else:
-                if small and c.safe:
+                accf = c.accf
+                if small and accf is not None:
                     # Every operand so far is below 2**119 in magnitude and a
                     # round has at most 255 of them: the sum stays below
                     # 2**127, so binary32 addition cannot overflow or give NaN.
-                    c.acc = (c.acc.view(_F32) + values).view(_U32)
+                    if dtype == _FP32:
+                        accf += np.frombuffer(data, _BEF4, count, HEADER_BYTES)
+                    else:
+                        accf += (np.frombuffer(data, be, count, HEADER_BYTES).astype(_U32)
+                                 << 16).view(_F32)
                 else:
-                    if small:
-                        values = np.frombuffer(data, _BE[dtype], count,
-                                               HEADER_BYTES).astype(_U32)
-                    c.acc, nan, ovf = arith.combine(dtype, op, c.acc, values, self._mode)
+                    values = np.frombuffer(data, be, count, HEADER_BYTES).astype(_U32)
+                    c.acc, nan, ovf = arith.combine(dtype, dt_op & 15, c.acc, values,
+                                                    self._mode)
                     c.nan |= bool(nan.any())
                     c.ovf |= bool(ovf.any())
-                    c.safe = False
-                c.bits |= 1 << w
+                    c.accf = None
+                c.bits |= bit
                 c.n += 1
             if c.n < workers:
-                return Verdict.ACCEPT, []
+                return _ACCEPT, []
             c.done = True                                # the round is complete
-            if dtype == DType.FP32:
+            if dtype == _FP32:
                 out = c.acc
             else:
                 out, ovf = arith.from_acc(dtype, c.acc, self._mode)
                 c.ovf |= bool(ovf.any())
             c.status = (c.n | (STATUS_NAN if c.nan else 0)
                         | (STATUS_OVERFLOW if c.ovf else 0))
-            c.head = _HEADER.pack(_RESULT_BYTE0, ver, jid, dt_op, rslot, 0, offset, count,
-                                  c.status)
-            c.body = out.astype(_BE[dtype]).tobytes()
-            head, body = c.head, c.body
-            results = [head[:6] + d.to_bytes(2, "big") + head[8:] + body
-                       for d in range(workers)]
+            # RESULT bytes: prefix (bytes 0-5), the worker field, suffix
+            # (bytes 8-15 and the payload).
+            c.pre = _PREFIX.pack(_RESULT_BYTE0, ver, jid, dt_op, rslot)
+            pre = c.pre
+            c.suf = suf = _SUFFIX.pack(offset, count, c.status) + out.astype(be).tobytes()
             counters["results"] += 1
             counters["tx"] += workers
-            return Verdict.ACCEPT, results
+            return _ACCEPT, [pre + wb + suf for wb in _WORKER_BYTES[:workers]]
 
         if c.done:                                       # a retransmission
             counters["retransmit"] += 1
             counters["tx"] += 1
             # The stored RESULT, with the retransmission's (relative) slot
             # and ver, which are the copy's own.
-            return Verdict.RETRANSMIT, [c.head[:6] + w.to_bytes(2, "big") + c.head[8:] + c.body]
+            return Verdict.RETRANSMIT, [c.pre + _WORKER_BYTES[w] + c.suf]
         return self._drop(Verdict.DUPLICATE)
 
     def _drop(self, verdict: Verdict) -> tuple[int, list[bytes]]:
