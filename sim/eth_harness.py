@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from netagg import frames as fr
@@ -105,24 +104,11 @@ def run_frames(params: Params, jobs: JobTable, wires_by_port: list[list[bytes]],
     the switch, all ports at once, back to back; returns ``{"frames":
     [(port, wire bytes, start cycle, er)], "counters": {...}, "cycles"}``."""
     ports = len(wires_by_port)
-    with tempfile.TemporaryDirectory(prefix="netagg-eth-") as tmp:
-        io_in, io_out = Path(tmp) / "in.json", Path(tmp) / "out.json"
-        io_in.write_text(json.dumps({"jobs": jobs.to_dict(), "quiet": quiet_cycles,
-                                     "ports": [[w.hex() for w in ws] for ws in wires_by_port]}))
-        failure = None
-        try:
-            run_cocotb(params, {harness.ENV_IO: str(io_in), harness.ENV_OUT: str(io_out)},
-                       simulator=simulator, fp_stages=fp_stages, ports=ports, quiet=quiet,
-                       root=root)
-        except SimError as e:
-            failure = e
-        out = json.loads(io_out.read_text()) if io_out.exists() else {}
-    if "error" in out:
-        raise SimError(f"{simulator}: {out['error']}")
-    if failure is not None:
-        raise failure
-    if not out:
-        raise SimError(f"{simulator}: the simulation wrote no output")
+    inputs = {"jobs": jobs.to_dict(), "quiet": quiet_cycles,
+              "ports": [[w.hex() for w in ws] for ws in wires_by_port]}
+    out = harness.run_with_io(inputs, simulator, lambda env: run_cocotb(
+        params, env, simulator=simulator, fp_stages=fp_stages, ports=ports, quiet=quiet,
+        root=root))
     out["frames"] = [(p, bytes.fromhex(h), t, er) for p, h, t, er in out["frames"]]
     return out
 

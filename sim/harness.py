@@ -267,6 +267,29 @@ def _run(sim, quiet: bool):
 
 # -- netagg sim ---------------------------------------------------------------
 
+def run_with_io(inputs: dict, simulator: str, run) -> dict:
+    """Hand ``inputs`` (JSON) to a cocotb module through ``ENV_IO``, run the
+    simulation (``run(env)``, ``env`` naming ``ENV_IO`` and ``ENV_OUT``) and
+    return what the module wrote to ``ENV_OUT``. The module's own error, a
+    failed simulation or a missing output is a one-line :class:`SimError`."""
+    with tempfile.TemporaryDirectory(prefix="netagg-sim-") as tmp:
+        io_in, io_out = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        io_in.write_text(json.dumps(inputs))
+        failure = None
+        try:
+            run({ENV_IO: str(io_in), ENV_OUT: str(io_out)})
+        except SimError as e:
+            failure = e
+        out = json.loads(io_out.read_text()) if io_out.exists() else {}
+    if "error" in out:
+        raise SimError(f"{simulator}: {out['error']}")
+    if failure is not None:
+        raise failure
+    if not out:
+        raise SimError(f"{simulator}: the simulation wrote no output")
+    return out
+
+
 def run_core(params: Params, jobs: JobTable, messages: list[bytes], *,
              simulator: str = "icarus", fp_stages: int | None = None,
              quiet: bool = True, root=None) -> dict:
@@ -274,26 +297,13 @@ def run_core(params: Params, jobs: JobTable, messages: list[bytes], *,
     back; returns ``{"verdicts": [code per message], "results": [[message
     index, RESULT payload hex], ...] in send order, "counters": {...},
     "cycles": int}`` (see ``netagg.sim.cocotb.test_sim_run``)."""
-    with tempfile.TemporaryDirectory(prefix="netagg-sim-") as tmp:
-        io_in, io_out = Path(tmp) / "in.json", Path(tmp) / "out.json"
-        io_in.write_text(json.dumps({"jobs": jobs.to_dict(),
-                                     "messages": [m.hex() for m in messages]}))
-        failure = None
-        try:
-            xml = run_cocotb(params, SIM_MODULE, simulator=simulator, fp_stages=fp_stages,
-                             env={ENV_IO: str(io_in), ENV_OUT: str(io_out)}, quiet=quiet,
-                             root=root)
-            xml.unlink(missing_ok=True)       # do not pile up in the build cache
-        except SimError as e:
-            failure = e
-        out = json.loads(io_out.read_text()) if io_out.exists() else {}
-        if "error" in out:
-            raise SimError(f"{simulator}: {out['error']}")
-        if failure is not None:
-            raise failure
-        if not out:
-            raise SimError(f"{simulator}: the simulation wrote no output")
-        return out
+    def run(env):
+        xml = run_cocotb(params, SIM_MODULE, simulator=simulator, fp_stages=fp_stages,
+                         env=env, quiet=quiet, root=root)
+        xml.unlink(missing_ok=True)       # do not pile up in the build cache
+
+    return run_with_io({"jobs": jobs.to_dict(), "messages": [m.hex() for m in messages]},
+                       simulator, run)
 
 
 def _message(payload: bytes) -> Message:
