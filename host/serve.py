@@ -47,7 +47,7 @@ from netagg import pcap
 from netagg.frames import Endpoint
 from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.wire import Verdict
+from netagg.wire import JOB_BYTE, WORKER_BYTES, Verdict
 
 _RETRANSMIT = int(Verdict.RETRANSMIT)
 MAX_DATAGRAM = 65507
@@ -55,6 +55,9 @@ MAX_DATAGRAM = 65507
 RECORD_SNAPLEN = 262144
 """Snap length of recorded pcaps: a 65507-byte message makes a 65549-byte frame."""
 FAULT_COUNTERS = ("lost_in", "lost_out", "duplicated")
+
+# (job, worker) of a message, read in place on the hot path (netagg.wire.FIELD_BYTES)
+_J, _W0, _W1 = JOB_BYTE, WORKER_BYTES.start, WORKER_BYTES.start + 1
 
 
 class ServeError(ValueError):
@@ -242,12 +245,12 @@ class Server:
             self.in_pcap.write(framing.build_frame(data, src, self.switch_ep), time.time_ns())
         verdict, results = self.backend.process(data)
         if verdict <= Verdict.RETRANSMIT:          # accepted: its sender is the worker's address
-            self.book[(data[2], (data[6] << 8) | data[7])] = addr
+            self.book[(data[_J], (data[_W0] << 8) | data[_W1])] = addr
         if not results:
             return
         book, sock, loss, rng = self.book, self.sock, self.loss, self.rng
         for r in results:
-            dst = book.get((r[2], (r[6] << 8) | r[7]))
+            dst = book.get((r[_J], (r[_W0] << 8) | r[_W1]))
             if dst is None:                        # no accepted CONTRIB (job table reloaded)
                 continue
             if self.out_pcap is not None:
@@ -327,11 +330,11 @@ class Server:
                     data = bytes(view[:n])
                     verdict, results = process(data)
                     if verdict <= _RETRANSMIT:     # accepted: the worker's address
-                        key = (data[2], (data[6] << 8) | data[7])
+                        key = (data[_J], (data[_W0] << 8) | data[_W1])
                         if book_get(key) != addr:
                             book[key] = addr
                     for r in results:
-                        dst = book_get((r[2], (r[6] << 8) | r[7]))
+                        dst = book_get((r[_J], (r[_W0] << 8) | r[_W1]))
                         if dst is not None:
                             try:
                                 sendto(r, dst)

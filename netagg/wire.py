@@ -88,6 +88,30 @@ def _field_offsets():
 FIELD_OFFSETS = _field_offsets()
 
 
+def _field_bytes():
+    out = {}
+    for name, (at, width) in FIELD_OFFSETS.items():
+        if at % 8 == 0 and width % 8 == 0:
+            stop = HEADER_BYTES - at // 8
+            out[name] = slice(stop - width // 8, stop)
+    return out
+
+
+FIELD_BYTES: dict[str, slice] = _field_bytes()
+"""Where each byte-aligned field (job, slot, worker, offset, count, status)
+lies in a packed header, derived from :data:`HEADER_FIELDS`: for code that
+reads one field of a message's bytes without decoding the whole header."""
+
+JOB_BYTE = FIELD_BYTES["job"].start
+WORKER_BYTES = FIELD_BYTES["worker"]
+
+
+def job_worker(message: bytes) -> tuple[int, int]:
+    """(job, worker) of a packed message (CONTRIB: the sender; RESULT: the
+    destination), read through :data:`FIELD_BYTES`."""
+    return message[JOB_BYTE], int.from_bytes(message[WORKER_BYTES], "big")
+
+
 @dataclasses.dataclass(frozen=True)
 class Header:
     """A decoded header; every field is a plain int (no range checks: any

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from netagg import frames as framing
+from netagg import wire
 from netagg.jobs import JobTable
 from netagg.params import Params
 from netagg.pcap import Record
@@ -112,7 +113,7 @@ class FrontEnd:
         p = d.payload
         outcome = self.switch.receive(p)
         if Verdict(outcome.verdict).accepted:
-            self.learned[(p[2], int.from_bytes(p[6:8], "big"))] = (d.src, port)
+            self.learned[wire.job_worker(p)] = (d.src, port)
         out = []
         for r in outcome.results:
             dst, out_port = self.learned[(r.header.job, r.header.worker)]

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from netagg import frames as framing
+from netagg import wire
 from netagg.frames import AddressBook, Endpoint
 from netagg.jobs import JobTable
 from netagg.params import Params
@@ -76,7 +77,7 @@ class Router:
         RETRANSMIT) updates its worker's endpoint."""
         if verdict <= Verdict.RETRANSMIT:              # accepted
             p = message.payload
-            job, worker = p[2], int.from_bytes(p[6:8], "big")
+            job, worker = wire.job_worker(p)
             self.book.note(message.seq, job, worker, message.endpoint)
 
     def frame(self, result: Message | bytes, seq: int) -> bytes:
@@ -84,7 +85,7 @@ class Router:
         ``seq``."""
         if isinstance(result, Message):
             result = result.pack()
-        dst = self.book.lookup(seq, result[2], int.from_bytes(result[6:8], "big"))
+        dst = self.book.lookup(seq, *wire.job_worker(result))
         # The Ethernet / IPv4 / UDP headers depend on the destination and the
         # length only: built once per pair.
         key = (dst, len(result))

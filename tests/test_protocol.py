@@ -95,3 +95,19 @@ def test_verdicts_and_counters():
     assert Verdict.ACCEPT.counter is None and Verdict.DUPLICATE.counter == "drop_duplicate"
     assert [DType.from_name(n) for n in ("int32", "fp32", "bf16")] == [0, 1, 2]
     assert [Op.from_name(n) for n in ("sum", "min", "max")] == [0, 1, 2]
+
+
+def test_field_bytes_read_each_byte_aligned_field_of_a_packed_header():
+    import random
+
+    from netagg.wire import FIELD_BYTES, job_worker
+    rng = random.Random(5)
+    assert set(FIELD_BYTES) == {"job", "slot", "worker", "offset", "count", "status"}
+    for _ in range(200):
+        h = Header(ver=rng.getrandbits(1), job=rng.getrandbits(8), slot=rng.getrandbits(16),
+                   worker=rng.getrandbits(16), offset=rng.getrandbits(32),
+                   count=rng.getrandbits(16), status=rng.getrandbits(16))
+        packed = h.pack()
+        for name, where in FIELD_BYTES.items():
+            assert int.from_bytes(packed[where], "big") == getattr(h, name), name
+        assert job_worker(packed) == (h.job, h.worker)
