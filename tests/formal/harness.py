@@ -102,7 +102,8 @@ class FormalTop(Elaboratable):
     ``props``: the properties whose assertions are built (covers always are).
     """
 
-    def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS):
+    def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS,
+                 preload=False):
         unknown = set(props) - set(PROPERTIES)
         if unknown:
             raise ValueError(f"unknown properties {sorted(unknown)}")
@@ -110,6 +111,7 @@ class FormalTop(Elaboratable):
         self.params = params
         self.drain = drain
         self.progress = progress
+        self.preload = bool(preload)
         self.in_valid = Signal()
         # Narrow free fields (zero-extended into the header), each with a
         # ``*_hi`` bit that sets every upper bit of the header field.
@@ -147,10 +149,29 @@ class FormalTop(Elaboratable):
             orig_init(mem, *args, **kwargs)
             created.append(mem)
         memory_mod.Memory.__init__ = recording_init
+        # With preload, the job table holds JOBS from reset (JobTable's
+        # init): no setup writes, messages enter once the slot words are clear.
+        from netagg.hdl import core as core_mod
+        orig_table = core_mod.JobTable         # (or a mutation's wrapper of it)
+        if self.preload:
+            core_mod.JobTable = lambda params: orig_table(params, init=JOBS)
+        # The multicast back-end, for its descriptor input (``results``).
+        orig_mcast = core_mod.Multicast
+        mcasts = []
+
+        def recording_mcast(*args, **kwargs):
+            mcasts.append(orig_mcast(*args, **kwargs))
+            return mcasts[-1]
+        core_mod.Multicast = recording_mcast
         try:
             m.submodules.core = Fragment.get(core, platform)
         finally:
             memory_mod.Memory.__init__ = orig_init
+            core_mod.JobTable = orig_table
+            core_mod.Multicast = orig_mcast
+        if len(mcasts) != 1:
+            raise RuntimeError(f"expected one Multicast, found {len(mcasts)}")
+        res_desc = mcasts[0].res_desc
         st_wr = find_state_memory(created, p).write_ports[0]
         want = self.props
         rst = ResetSignal()
@@ -162,10 +183,10 @@ class FormalTop(Elaboratable):
                 m.d.comb += Assert(cond, prop, src_loc_at=1)
 
         # ---------------- setup: job table writes ----------------
-        writes = setup_writes()
-        step = Signal(range(SETUP + 1))
+        writes = [] if self.preload else setup_writes()
+        step = Signal(range(len(writes) + 1))
         setup_done = Signal()
-        m.d.comb += setup_done.eq(step == SETUP)
+        m.d.comb += setup_done.eq(step == len(writes))
         with m.If(~setup_done):
             m.d.sync += step.eq(step + 1)
         with m.Switch(step):
@@ -401,6 +422,49 @@ class FormalTop(Elaboratable):
             with m.Else():
                 m.d.sync += dest.eq(dest + 1)
 
+        # The descriptors the slot table hands the multicast back-end, in
+        # order, each equal to the model's RESULT of the same rank (a W = 3
+        # round's fan-out count and n, at a depth its egress beats are not).
+        dq = [dict(mc=Signal(name=f"dq{k}_mc"), workers=Signal(8, name=f"dq{k}_workers"),
+                   n=Signal(8, name=f"dq{k}_n"), job=Signal(8, name=f"dq{k}_job"),
+                   ver=Signal(name=f"dq{k}_ver"), worker=Signal(8, name=f"dq{k}_worker"),
+                   offset=Signal(32, name=f"dq{k}_offset"), tag=Signal(16, name=f"dq{k}_tag"),
+                   beats=Signal(8, name=f"dq{k}_beats"))
+              for k in range(RQUEUE)]
+        dw = Signal(8)                 # descriptors taken
+        dc = Signal(8)                 # descriptors compared with the model
+        rd = res_desc.payload
+        with m.If(res_desc.valid & res_desc.ready):
+            m.d.sync += dw.eq(dw + 1)
+            with m.Switch(dw[:rb]):
+                for k, e in enumerate(dq):
+                    with m.Case(k):
+                        m.d.sync += [e["mc"].eq(rd.multicast), e["workers"].eq(rd.workers),
+                                     e["n"].eq(rd.n), e["job"].eq(rd.meta.job),
+                                     e["ver"].eq(rd.meta.ver), e["worker"].eq(rd.meta.worker),
+                                     e["offset"].eq(rd.meta.offset), e["tag"].eq(rd.tag),
+                                     e["beats"].eq(rd.beats)]
+        d = {k: Signal(len(v), name=f"d_{k}") for k, v in dq[0].items()}
+        md = {k: Signal(len(v), name=f"md_{k}") for k, v in rq[0].items()}
+        with m.Switch(dc[:rb]):
+            for k, e in enumerate(dq):
+                with m.Case(k):
+                    m.d.comb += [d[f].eq(e[f]) for f in d]
+                    m.d.comb += [md[f].eq(rq[k][f]) for f in md]
+        both = (dc != dw) & (dc != rw)
+        # (The harness's queues are deep enough: no entry is overwritten unread.)
+        hs = res_desc.valid & res_desc.ready
+        check("results", ((dw - dc) <= RQUEUE) & ((rw - dc) <= RQUEUE))
+        check("results", ~(hs & ((dw - dc) == RQUEUE) & ~both))
+        check("results", ~(push & ((rw - dc) == RQUEUE) & ~both))
+        desc_ok = ((d["mc"] == md["mc"]) & (d["n"] == md["n"]) & (d["job"] == md["job"])
+                   & (d["ver"] == md["ver"]) & (d["offset"] == md["offset"])
+                   & (d["tag"] == md["tag"]) & (d["beats"] == 1)
+                   & Mux(md["mc"], d["workers"] == md["last"] + 1, d["worker"] == md["worker"]))
+        check("results", ~both | desc_ok)
+        with m.If(both):
+            m.d.sync += dc.eq(dc + 1)
+
         # ---------------- once: the value of every RESULT ----------------
         data0 = core.o.payload.data[0]
         popcount = Signal(3)
@@ -457,6 +521,7 @@ class FormalTop(Elaboratable):
         for verdict in V:
             cover(f"verdict_{verdict.name.lower()}", vv & (vcode == verdict) & (expect == verdict))
         cover("result_full_round", o_fire & (status_n == 3) & r["mc"])
+        cover("desc_full_round", both & d["mc"] & (d["n"] == 3) & (d["workers"] == 3))
         cover("result_one_worker_round", o_fire & (oh.job == 1) & r["mc"])
         cover("result_retransmit", o_fire & ~r["mc"])
         cover("write_job1_slot", wr & (wr_addr == 1))

@@ -15,6 +15,8 @@ lost_verdict       the verdict of a duplicate is not emitted   verdicts
 counter_swap       drop_mismatch and drop_duplicate counted    verdicts
                    at each other's address
 short_multicast    a completed round goes to workers 0..W-2    results
+repeat_destination a three-worker round's last RESULT goes to   results
+                   worker 1 again, not to worker 2             (preloaded)
 stuck_egress       the egress never presents again after it    liveness
                    was once held back
 =================  ==========================================  ============
@@ -35,6 +37,7 @@ MUTATIONS = {
     "lost_verdict": "verdicts",
     "counter_swap": "verdicts",
     "short_multicast": "results",
+    "repeat_destination": "results",
     "stuck_egress": "liveness",
 }
 
@@ -162,6 +165,20 @@ def _short_multicast(stack):
     stack.enter_context(_wrapping(core, "SlotTable", edit))
 
 
+def _repeat_destination(stack):
+    from netagg.hdl import core
+
+    def edit(m, path, inner, outer):
+        if path == ("o", "payload"):
+            wrong = Signal(inner.shape(), name="mutant_o_payload")
+            m.d.comb += wrong.eq(inner)
+            with m.If(inner.header.worker == 2):
+                m.d.comb += wrong.header.worker.eq(1)
+            return wrong
+        return None
+    stack.enter_context(_wrapping(core, "Multicast", edit))
+
+
 def _stuck_egress(stack):
     from netagg.hdl import core
     state = {}
@@ -199,6 +216,7 @@ _APPLY = {
     "lost_verdict": _lost_verdict,
     "counter_swap": _counter_swap,
     "short_multicast": _short_multicast,
+    "repeat_destination": _repeat_destination,
     "stuck_egress": _stuck_egress,
 }
 

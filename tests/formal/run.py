@@ -87,14 +87,16 @@ def emit(top) -> str:
 
 
 def run(name: str, *, props, mode: str = "bmc", depth: int, mutation: str | None = None,
-        timeout: float = 1800, extra: str = "memory_map; opt -fast", **top_args) -> Outcome:
+        timeout: float = 1800, extra: str = "memory_map; opt -fast", unit: str = "core",
+        **top_args) -> Outcome:
     """Build the harness (with the mutation applied while elaborating), write
     ``build/formal/<name>/`` and run SymbiYosys on it."""
     from tests.formal import mutations
     from tests.formal.harness import FormalTop
+    from tests.formal.multicast_harness import MulticastTop
 
     with mutations.applied(mutation):
-        top = FormalTop(props, **top_args)
+        top = (MulticastTop if unit == "multicast" else FormalTop)(props, **top_args)
         text = emit(top)
     wd = WORK / name
     if wd.exists():
@@ -150,11 +152,16 @@ def main(argv=None):
     ap.add_argument("--name", default=None)
     ap.add_argument("--extra", default="memory_map; opt -fast",
                     help="yosys commands after prep (memories as registers: much faster)")
+    ap.add_argument("--unit", default="core", choices=("core", "multicast"),
+                    help="the whole core (harness.py) or the multicast back-end alone")
+    ap.add_argument("--preload", action="store_true",
+                    help="the job table holds the jobs from reset (no setup writes)")
     args = ap.parse_args(argv)
     props = [p for p in args.props.split(",") if p]
-    name = args.name or f"{args.mode}-{'-'.join(props)}-{args.mutation or 'orig'}-{args.depth}"
+    name = args.name or (f"{args.mode}-{args.unit}-{'-'.join(props)}-{args.mutation or 'orig'}-"
+                         f"{args.depth}{'-preload' if args.preload else ''}")
     out = run(name, props=props, mode=args.mode, depth=args.depth, mutation=args.mutation,
-              extra=args.extra)
+              extra=args.extra, preload=args.preload, unit=args.unit)
     print(out.log[-3000:])
     print(f"{name}: {out.status} in {out.seconds:.1f} s")
     if args.mode == "cover":
