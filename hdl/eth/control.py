@@ -119,6 +119,8 @@ class ControlPlane(wiring.Component):
         the cycle after ``local_addr`` names one; writes are ignored.
     o : Out(stream FrameByte) x ports
         The reply frames, unpadded (the MAC pads), on the request's port.
+    idle : Out(1)
+        No request pending or being served.
     """
 
     def __init__(self, params: Params, *, key: int, ctrl_port: int = cp.DEFAULT_CTRL_PORT,
@@ -149,6 +151,7 @@ class ControlPlane(wiring.Component):
             "local_rdata": Out(32),
             "local_hit": Out(1),
             "o": Out(stream.Signature(FrameByte)).array(ports),
+            "idle": Out(1),
         })
 
     def elaborate(self, platform):
@@ -193,6 +196,7 @@ class ControlPlane(wiring.Component):
                          self.busy[port].eq(self.req[port].valid | mine)]
             rdatas.append(registered_read(m, mem, raddr, en=ren, name=f"ctrl{port}_rdata"))
         rdata = Array(rdatas)[cur]
+        m.d.comb += self.idle.eq(~serving & ~Cat(*(r.valid for r in self.req)).any())
 
         # -- the request ---------------------------------------------------------
         length = Signal(LENGTH_BITS)

@@ -94,7 +94,8 @@ class EthernetSwitch(wiring.Component):
         accesses it owns the register bus: ``ctrl_addr``, ``ctrl_wdata``
         and ``ctrl_we`` are ignored and ``ctrl_rdata`` shows its reads.
     idle : Out(1)
-        The core is idle (docs/core.md).
+        The core is idle (docs/core.md), and so is the control plane (no
+        control datagram pending or being answered).
     activity, error : Out(1)
         One-cycle pulses: a frame was received or sent on some port; a
         frame was dropped by a MAC or a receive buffer (for LEDs).
@@ -375,7 +376,11 @@ class EthernetSwitch(wiring.Component):
             | ((bus_addr >= regmap.COUNTER_BASE)
                & (bus_addr < regmap.COUNTER_BASE + n_counters)))
         m.d.comb += [core.ctrl_addr.eq(bus_addr), core.ctrl_wdata.eq(bus_wdata),
-                     core.ctrl_we.eq(bus_we), self.idle.eq(core.idle)]
+                     core.ctrl_we.eq(bus_we)]
+        if ctrl is not None:
+            m.d.comb += self.idle.eq(core.idle & ctrl.idle)
+        else:
+            m.d.comb += self.idle.eq(core.idle)
         rdata = Signal(32)
         with m.If(is_eth):
             m.d.comb += rdata.eq(eth_rdata)
