@@ -434,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command in ("sim", "model") and args.jobs_config is None \
+                and args.ctrl_key is None:
+            parser.error(f"{args.command}: the following arguments are required: "
+                         "--jobs-config (or --ctrl-key with --frontend ethernet)")
     except SystemExit as e:                 # usage error (2) or --help/--version (0)
         return e.code if isinstance(e.code, int) else 2
     from netagg.pcap import PcapError

@@ -264,10 +264,14 @@ def test_cli_ctrl_key_errors(tmp_path, capsys):
     common = ["model", "--in", str(in_path), "--out", str(tmp_path / "o.pcap")]
     assert cli.main(common + ["--ctrl-key", "12"]) == 1          # stream front end
     assert cli.main(common + ["--frontend", "ethernet", "--ctrl-key", "xyz"]) == 1
-    assert cli.main(common + ["--frontend", "ethernet", "--ctrl-port", "5"]) == 1
-    assert cli.main(common + ["--frontend", "ethernet"]) == 1     # no jobs, no key
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps(JOBS))
+    assert cli.main(common + ["--frontend", "ethernet", "--ctrl-port", "5",
+                              "--jobs-config", str(jobs)]) == 1     # a port, no key
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 4 and all(e.startswith("netagg: error: ") for e in err)
+    assert len(err) == 3 and all(e.startswith("netagg: error: ") for e in err)
+    assert cli.main(common + ["--frontend", "ethernet"]) == 2     # no jobs, no key
+    assert "usage:" in capsys.readouterr().err
     assert cli.main(common + ["--frontend", "ethernet", "--ctrl-key", "12"]) == 0
 
 
