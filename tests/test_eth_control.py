@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The UDP control plane of the Ethernet switch (netagg.hdl.eth.control,
 format netagg.ctrlproto): the model twin (netagg.sim.eth_model.FrontEnd)
 on its own, then the generated Verilog at its GMII pins under cocotb
@@ -408,3 +409,28 @@ def test_cli_sim_loads_jobs_from_ctl(tmp_path, monkeypatch):
     assert ss == ms
     assert ms["results"] > 0 and ms["ctrl_ok"] >= 4 and ms["ctrl_malformed"] == 1
     assert ms["drop_bad_job"] == 0                       # the table was there in time
+
+
+# -- the board ----------------------------------------------------------------------
+
+def test_board_top_carries_the_control_plane():
+    from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+
+    from netagg.boards import registry
+    top = registry.get("colorlight-5a75b").make_top(PARAMS, ctrl_key=KEY, ctrl_port=40500)
+    plan = Colorlight_5A75B_R70Platform().prepare(top, name="t")
+    assert "control" in plan.files["t.il"]
+    assert top.summary()["control_plane"] == {"udp_port": 40500}
+    plain = registry.get("colorlight-5a75b").make_top(PARAMS)
+    assert plain.summary()["control_plane"] is None
+    with pytest.raises(ValueError):
+        registry.get("ulx3s").make_top(PARAMS, ctrl_key=KEY)
+
+
+def test_cli_build_ctrl_key_only_for_ethernet_boards(tmp_path, capsys):
+    out = str(tmp_path / "b")
+    assert cli.main(["build", "--board", "ulx3s", "--ctrl-key", "12", "--outdir", out]) == 1
+    assert cli.main(["build", "--board", "colorlight-5a75b", "--ctrl-key", "12",
+                     "--ctrl-port", str(PARAMS.port), "--outdir", out]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(e.startswith("netagg: error: ") for e in err)
