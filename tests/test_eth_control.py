@@ -1,4 +1,3 @@
-# amaranth: UnusedElaboratable=no
 """The UDP control plane of the Ethernet switch (netagg.hdl.eth.control,
 format netagg.ctrlproto): the model twin (netagg.sim.eth_model.FrontEnd)
 on its own, then the generated Verilog at its GMII pins under cocotb
@@ -421,8 +420,6 @@ def test_board_top_carries_the_control_plane():
     plan = Colorlight_5A75B_R70Platform().prepare(top, name="t")
     assert "control" in plan.files["t.il"]
     assert top.summary()["control_plane"] == {"udp_port": 40500}
-    plain = registry.get("colorlight-5a75b").make_top(PARAMS)
-    assert plain.summary()["control_plane"] is None
     with pytest.raises(ValueError):
         registry.get("ulx3s").make_top(PARAMS, ctrl_key=KEY)
 
