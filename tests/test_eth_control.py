@@ -13,6 +13,7 @@ Seed: NETAGG_CTRL_SEED (default 5), printed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -346,9 +347,11 @@ def test_pins_wrong_key_changes_nothing(pins_run):
 
 # -- netagg ctl's requests through netagg sim --frontend ethernet ------------------
 
-def record_ctl_load_jobs(jobs_path, fe: FrontEnd) -> list[bytes]:
-    """The frames of every request :meth:`CtlClient.load_jobs` sends, the
-    requests answered by ``fe`` behind a loopback UDP socket."""
+@contextlib.contextmanager
+def twin_server(fe: FrontEnd):
+    """A loopback UDP socket whose datagrams, framed from HOST to the
+    switch, go into ``fe``'s port 0 and whose replies go back: yields (its
+    address, the request frames received)."""
     srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     srv.bind(("127.0.0.1", 0))
     srv.settimeout(0.2)
@@ -368,14 +371,38 @@ def record_ctl_load_jobs(jobs_path, fe: FrontEnd) -> list[bytes]:
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     try:
-        with CtlClient(srv.getsockname(), KEY, timeout=5.0) as c:
-            table = c.load_jobs(str(jobs_path))
+        yield srv.getsockname(), frames
     finally:
         stop.set()
         t.join(5)
         srv.close()
+
+
+def record_ctl_load_jobs(jobs_path, fe: FrontEnd) -> list[bytes]:
+    """The frames of every request :meth:`CtlClient.load_jobs` sends."""
+    with twin_server(fe) as (addr, frames):
+        with CtlClient(addr, KEY, timeout=5.0) as c:
+            table = c.load_jobs(str(jobs_path))
     assert len([j for j in table if j.enabled]) == 2
-    return frames
+    return list(frames)
+
+
+def test_ctl_counters_of_the_model_twin():
+    """``netagg ctl counters`` against the Ethernet switch's model: every
+    core, control-plane and port counter."""
+    rng = random.Random(SEED)
+    fe = FrontEnd(PARAMS, JobTable.from_dict(JOBS, PARAMS), ctrl_key=KEY)
+    for w in port_traffic(rng, 0, 10, SEED):
+        fe.receive(0, w)
+    with twin_server(fe) as (addr, _):
+        with CtlClient(addr, KEY, timeout=5.0) as c:
+            got = c.counters()
+    stats = fe.stats()
+    stats["ctrl_ok"] -= 1                     # the counters read itself: after its reads
+    stats["eth0_tx"] -= 1                     # and its reply
+    assert got.pop("stall") == 0
+    assert got == {k: stats[k] for k in got}
+    assert "eth0_rx" in got and "eth1_ignored" in got and got["rx"] > 0
 
 
 @pytest.mark.cocotb
