@@ -458,3 +458,138 @@ def test_cli_build_ctrl_key_only_for_ethernet_boards(tmp_path, capsys):
                      "--ctrl-port", str(PARAMS.port), "--outdir", out]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(e.startswith("netagg: error: ") for e in err)
+
+
+# -- the component alone -------------------------------------------------------------
+
+def test_unit_control_plane_backpressure_whole_datagrams():
+    """ControlPlane in amaranth.sim with a register bus written in the test,
+    ``quiet`` toggling and random backpressure on both reply outputs: each
+    reply equals the model's bytes (ctrlproto + frames.build_frame), on the
+    request's port, in order; the bus sees exactly the good requests' writes
+    (a bad datagram never makes any access); counters exact."""
+    from amaranth.hdl import Module, Mux, Signal
+    from amaranth.sim import Simulator
+
+    from netagg.hdl.eth.control import ControlPlane
+
+    rng = random.Random(SEED + 9)
+    cpl = ControlPlane(PARAMS, key=KEY, ports=2)
+    top = Module()
+    top.submodules.cp = cpl
+    ext = Signal(32)
+    top.d.comb += [cpl.local_addr.eq(cpl.bus_addr),
+                   cpl.bus_rdata.eq(Mux(cpl.local_hit, cpl.local_rdata, ext))]
+    info = cp.info_values(PARAMS, cp.FRONTEND_ETHERNET)
+
+    def ext_read(regs, a):
+        return regs.get(a, (a * 2654435761) & 0xFFFFFFFF) if a < 0x100 or a >= 0x200 else 0
+
+    reqs, expected, writes = [], {0: [], 1: []}, []
+    regs = {}
+    counters = dict.fromkeys(cp.CTRL_COUNTERS, 0)
+    for i in range(24):
+        port = rng.randrange(2)
+        sender = Endpoint(rng.randbytes(6), rng.randbytes(4), rng.getrandbits(16))
+        r = rng.random()
+        if r < 0.25:
+            payload = malformed(rng, i)[1]
+            counters["ctrl_malformed"] += 1
+        elif r < 0.4:
+            payload = cp.encode_request(i, KEY ^ 1 << rng.randrange(64), safe_reads(rng, 3))
+            counters["ctrl_bad_key"] += 1
+        else:
+            n = cp.MAX_ACCESSES if i == 5 else rng.randrange(1, 10)
+            pool = [rng.randrange(16), rng.randrange(0x100, 0x200), cp.INFO_BASE + 2,
+                    cp.CTRL_BASE + rng.randrange(3), cp.SERVE_BASE, rng.getrandbits(16)]
+            acc = [cp.Access(rng.randrange(2), rng.choice(pool), rng.getrandbits(32))
+                   for _ in range(n)]
+            payload = cp.encode_request(i, KEY, acc)
+            out = []
+            for a in acc:
+                if a.op == cp.OP_WRITE:
+                    writes.append((a.addr, a.value))
+                    if a.addr < 16:
+                        regs[a.addr] = a.value
+                if cp.INFO_BASE <= a.addr < cp.INFO_BASE + len(info):
+                    v = info[a.addr - cp.INFO_BASE]
+                elif cp.CTRL_BASE <= a.addr < cp.CTRL_BASE + 3:
+                    v = counters[cp.CTRL_COUNTERS[a.addr - cp.CTRL_BASE]]
+                elif cp.SERVE_BASE <= a.addr < cp.SERVE_BASE + 3:
+                    v = 0
+                else:
+                    v = ext_read(regs, a.addr)
+                out.append(cp.Access(a.op, a.addr, v))
+            counters["ctrl_ok"] += 1
+            expected[port].append(fr.build_frame(cp.encode_reply(i, KEY, out), CTRL, sender))
+        reqs.append((port, sender, payload))
+    got, seen_writes = {0: [], 1: []}, []
+    state = {"done": False}
+
+    async def driver(ctx):
+        for port, sender, payload in reqs:
+            tee, req = cpl.tee[port], cpl.req[port]
+            while ctx.get(cpl.busy[port]):
+                await ctx.tick()
+            for k, byte in enumerate(payload):
+                ctx.set(tee.en, 1)
+                ctx.set(tee.addr, k)
+                ctx.set(tee.data, byte)
+                await ctx.tick()
+            ctx.set(tee.en, 0)
+            ctx.set(req.valid, 1)
+            ctx.set(req.payload.sender.mac, int.from_bytes(sender.mac, "big"))
+            ctx.set(req.payload.sender.ip, int.from_bytes(sender.ip, "big"))
+            ctx.set(req.payload.sender.port, sender.port)
+            ctx.set(req.payload.length, len(payload))
+            await ctx.tick()
+            while not ctx.get(req.ready):
+                await ctx.tick()
+            ctx.set(req.valid, 0)
+        while not ctx.get(cpl.idle):
+            await ctx.tick()
+        for _ in range(200):
+            await ctx.tick()
+        state["done"] = True
+
+    async def bus(ctx):
+        bregs = {}
+        while not state["done"]:
+            a, we, wd = ctx.get(cpl.bus_addr), ctx.get(cpl.bus_we), ctx.get(cpl.bus_wdata)
+            own = ctx.get(cpl.bus_own)
+            nxt = ext_read(bregs, a)
+            if own and we:
+                seen_writes.append((a, wd))
+                if a < 16:
+                    bregs[a] = wd
+            await ctx.tick()
+            ctx.set(ext, nxt)
+
+    async def quiet(ctx):
+        while not state["done"]:
+            ctx.set(cpl.quiet, rng.random() < 0.9)
+            for _ in range(rng.randrange(1, 40)):
+                await ctx.tick()
+
+    def sink(port):
+        async def run(ctx):
+            frame = []
+            o = cpl.o[port]
+            while not state["done"]:
+                ctx.set(o.ready, rng.random() < 0.6)
+                if ctx.get(o.valid) and ctx.get(o.ready):
+                    frame.append(ctx.get(o.payload.data))
+                    if ctx.get(o.payload.last):
+                        got[port].append(bytes(frame))
+                        frame = []
+                await ctx.tick()
+        return run
+
+    sim = Simulator(top)
+    sim.add_clock(8e-9)
+    for tb in (driver, bus, quiet, sink(0), sink(1)):
+        sim.add_testbench(tb)
+    sim.run()
+    assert got == expected
+    assert seen_writes == writes
+    assert sum(map(len, expected.values())) == counters["ctrl_ok"] > 5
