@@ -485,7 +485,7 @@ def test_unit_control_plane_backpressure_whole_datagrams():
     def ext_read(regs, a):
         return regs.get(a, (a * 2654435761) & 0xFFFFFFFF) if a < 0x100 or a >= 0x200 else 0
 
-    reqs, expected, writes = [], {0: [], 1: []}, []
+    reqs, expected, writes, n_acc, own_cycles = [], {0: [], 1: []}, [], [0], [0]
     regs = {}
     counters = dict.fromkeys(cp.CTRL_COUNTERS, 0)
     for i in range(24):
@@ -505,6 +505,7 @@ def test_unit_control_plane_backpressure_whole_datagrams():
             acc = [cp.Access(rng.randrange(2), rng.choice(pool), rng.getrandbits(32))
                    for _ in range(n)]
             payload = cp.encode_request(i, KEY, acc)
+            n_acc[0] += n
             out = []
             for a in acc:
                 if a.op == cp.OP_WRITE:
@@ -558,6 +559,7 @@ def test_unit_control_plane_backpressure_whole_datagrams():
             a, we, wd = ctx.get(cpl.bus_addr), ctx.get(cpl.bus_we), ctx.get(cpl.bus_wdata)
             own = ctx.get(cpl.bus_own)
             nxt = ext_read(bregs, a)
+            own_cycles[0] += own
             if own and we:
                 seen_writes.append((a, wd))
                 if a < 16:
@@ -592,4 +594,5 @@ def test_unit_control_plane_backpressure_whole_datagrams():
     sim.run()
     assert got == expected
     assert seen_writes == writes
+    assert own_cycles[0] == 17 * n_acc[0]        # the docstring's cycles per access
     assert sum(map(len, expected.values())) == counters["ctrl_ok"] > 5

@@ -71,10 +71,11 @@ class ControlPlane(wiring.Component):
     waits until ``quiet`` has been high for ``quiet_cycles`` consecutive
     cycles (every earlier message through the core, its RESULTs and every
     reply framed; or after ``patience`` cycles at most), then owns the
-    register bus and makes its accesses in order, each in 12 cycles: 8 to
+    register bus and makes its accesses in order, each in 17 cycles: 10 to
     read it from the memory, a write cycle (``bus_we`` for a write), a read
     cycle, the capture of ``bus_rdata`` (the register after the access),
-    and 4 cycles storing the value back into the memory; ``ctrl_ok`` counts
+    and 4 cycles storing the value back into the memory (the check before
+    takes the datagram's length + 2 cycles); ``ctrl_ok`` counts
     it and the reply frame goes out on the request's port: Ethernet II /
     IPv4 / UDP from the switch (``switch_mac``, ``switch_ip``, UDP source
     port ``ctrl_port``) to the request's sender, IPv4 as
