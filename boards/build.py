@@ -112,15 +112,18 @@ def _load_jobs(jobs, params):
 
 def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False, *,
           jobs=None, baud: int | None = None, device: str = "LFE5U-85F",
-          freq_mhz: float = OOC_FREQ_MHZ) -> dict:
+          freq_mhz: float = OOC_FREQ_MHZ, ctrl_key: int | None = None,
+          ctrl_port: int | None = None) -> dict:
     """Build ``board`` (a name of :data:`netagg.boards.registry.BOARDS`;
     ``ooc-ecp5``, or ``ooc=True`` with an ECP5 board, for the bare core out
     of context on ``device``) into ``outdir``; returns the report.
 
     ``jobs``: a JobTable or a JOBS.json path loaded into the job table at
     reset (bridge boards; without it the host configures jobs over the
-    UART). ``baud``: the bridge's UART rate (default: the board's). ``freq_mhz``: the clock
-    constraint of the out-of-context build.
+    UART). ``ctrl_key``, ``ctrl_port``: the UDP control plane of an
+    Ethernet board (docs/ethernet.md). ``baud``: the bridge's UART rate
+    (default: the board's). ``freq_mhz``: the clock constraint of the
+    out-of-context build.
     """
     if not isinstance(params, Params):
         raise TypeError(f"params must be a Params, not {type(params).__name__}")
@@ -136,9 +139,12 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     if fp_stages is None:
         fp_stages = spec.fp_stages
     jobs = _load_jobs(jobs, params)
+    if ctrl_key is not None and spec.kind != "ethernet":
+        raise ValueError(f"the {board} top has no UDP control plane (Ethernet boards only)")
     tool_environment()
     platform = spec.platform()
-    top = spec.make_top(params, fp_stages=fp_stages, jobs=jobs, baud=baud)
+    ctrl = {} if ctrl_key is None else {"ctrl_key": ctrl_key, "ctrl_port": ctrl_port}
+    top = spec.make_top(params, fp_stages=fp_stages, jobs=jobs, baud=baud, **ctrl)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     name = f"netagg_{board.replace('-', '_')}"

@@ -10,6 +10,11 @@ released, and the switch starts 20 ms later (what their start-up needs;
 MDIO is left idle: the PHYs run with their strapped defaults,
 autonegotiating 1000BASE-T).
 
+With ``ctrl_key`` (``netagg build --ctrl-key HEX``) the switch carries the
+UDP control plane (:class:`netagg.hdl.eth.control.ControlPlane`) at
+``ctrl_port``; ``jobs`` (``--jobs-config``) is then the table at start-up,
+which the control plane can rewrite.
+
 LED (the board's one, ``led`` 0): on while running; off for ~80 ms after any
 frame is received or sent (activity); blinking at ~6 Hz for a second after
 any frame was dropped by a MAC (bad FCS, runt, too long, overflow).
@@ -22,6 +27,7 @@ from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Modul
 from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
+from netagg.ctrlproto import DEFAULT_CTRL_PORT
 from netagg.hdl.eth.rgmii import RgmiiRx, RgmiiTx
 from netagg.hdl.eth.switch import EthernetSwitch
 from netagg.params import Params
@@ -57,13 +63,17 @@ class EthernetTop(Elaboratable):
     """The two-port switch on the Colorlight 5A-75B (see the module docstring)."""
 
     def __init__(self, params: Params, *, fp_stages=None, jobs=None, core_mhz: int = CORE_MHZ,
-                 rx_delay: float = 2e-9, tx_delay: float = 0.0):
+                 rx_delay: float = 2e-9, tx_delay: float = 0.0, ctrl_key: int | None = None,
+                 ctrl_port: int | None = None):
         if PLL_VCO_MHZ % core_mhz or not 1 <= PLL_VCO_MHZ // core_mhz <= 128:
             raise ValueError(f"the core clock must divide {PLL_VCO_MHZ} MHz, not {core_mhz}")
         self.params, self.fp_stages, self.jobs = params, fp_stages, jobs
         self.core_mhz, self.rx_delay, self.tx_delay = core_mhz, rx_delay, tx_delay
+        self.ctrl_key = ctrl_key
+        self.ctrl_port = DEFAULT_CTRL_PORT if ctrl_port is None else ctrl_port
         self.switch = EthernetSwitch(params, ports=2, rx_domains=["eth0_rx", "eth1_rx"],
-                                     tx_domain="eth_tx", fp_stages=fp_stages)
+                                     tx_domain="eth_tx", fp_stages=fp_stages,
+                                     ctrl_key=ctrl_key, ctrl_port=self.ctrl_port)
 
     def elaborate(self, platform):
         m = Module()
@@ -176,4 +186,5 @@ class EthernetTop(Elaboratable):
 
     def summary(self) -> dict:
         return {"ports": 2, "core_mhz": self.core_mhz, "clock_domains": domains_report(
-            self.core_mhz), "jobs_config": self.jobs.to_dict() if self.jobs else None}
+            self.core_mhz), "jobs_config": self.jobs.to_dict() if self.jobs else None,
+            "control_plane": None if self.ctrl_key is None else {"udp_port": self.ctrl_port}}

@@ -55,9 +55,11 @@ class Board:
             raise ValueError(f"{self.name} has no board platform (out-of-context build)")
         return _load(self.platform_ref)()
 
-    def make_top(self, params, *, fp_stages=None, jobs=None, baud: int | None = None):
+    def make_top(self, params, *, fp_stages=None, jobs=None, baud: int | None = None,
+                 ctrl_key: int | None = None, ctrl_port: int | None = None):
         """The board's top for ``params``: ``jobs`` is loaded into the job
-        table at reset (bridge boards only), ``baud`` the UART rate."""
+        table at reset, ``baud`` the UART rate (bridge boards), ``ctrl_key``
+        and ``ctrl_port`` the UDP control plane (Ethernet boards)."""
         if self.top_ref is None:
             raise ValueError(f"{self.name} has no board top (out-of-context build)")
         cls = _load(self.top_ref)
@@ -66,7 +68,10 @@ class Board:
                 raise ValueError(f"the {self.name} self-test uses its own job table")
             return cls(params, fp_stages=fp_stages, led=self.leds[0])
         if self.kind == "ethernet":
-            return cls(params, fp_stages=fp_stages, jobs=jobs)
+            return cls(params, fp_stages=fp_stages, jobs=jobs, ctrl_key=ctrl_key,
+                       ctrl_port=ctrl_port)
+        if ctrl_key is not None:
+            raise ValueError(f"the {self.name} top has no UDP control plane")
         return cls(params, fp_stages=fp_stages, jobs=jobs,
                    baud=self.baud if baud is None else baud, leds=self.leds)
 

@@ -24,6 +24,9 @@ from netagg import regmap
 from netagg.jobs import Job, JobTable
 from netagg.params import ParamError
 
+ETH_PORTS = 2
+"""Ports whose counters ``counters`` reads from an Ethernet switch."""
+
 
 class CtlTimeout(TimeoutError):
     """No answer from the control plane (one line)."""
@@ -242,10 +245,11 @@ class CtlClient:
         names += [(n, cp.CTRL_BASE + i) for i, n in enumerate(cp.CTRL_COUNTERS)]
         if frontend == cp.FRONTEND_SERVE:
             names += [(n, cp.SERVE_BASE + i) for i, n in enumerate(cp.SERVE_COUNTERS)]
-        extra = getattr(regmap, "FRONTEND_COUNTERS", None)   # the Ethernet board's, if any
-        if frontend == cp.FRONTEND_ETHERNET and extra:
-            base = regmap.FRONTEND_BASE
-            names += [(n, base + i) for i, n in enumerate(extra)]
+        if frontend == cp.FRONTEND_ETHERNET:
+            # The Ethernet switch's ports' counters (a one-port build reads 0
+            # for port 1).
+            names += [(regmap.eth_counter_name(p, n), regmap.eth_counter_addr(p, n))
+                      for p in range(ETH_PORTS) for n in regmap.ETH_COUNTERS]
         values = self.read([a for _, a in names])
         return {n: v for (n, _), v in zip(names, values, strict=True)}
 

@@ -65,8 +65,9 @@ def _params_parser() -> argparse.ArgumentParser:
 
 
 def _io_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs-config", required=True, metavar="JOBS.json",
-                   help='job table: {"jobs": [{"id", "workers", "slot_base", "slots"}, ...]}')
+    p.add_argument("--jobs-config", metavar="JOBS.json",
+                   help='job table: {"jobs": [{"id", "workers", "slot_base", "slots"}, ...]} '
+                        "(required unless --ctrl-key: then all jobs start disabled)")
     p.add_argument("--in", dest="in_path", required=True, metavar="IN.pcap",
                    help="input frames (classic pcap, Ethernet)")
     p.add_argument("--out", dest="out_path", required=True, metavar="OUT.pcap",
@@ -77,6 +78,11 @@ def _io_arguments(p: argparse.ArgumentParser) -> None:
                    help="stream: messages straight into the core (default); ethernet: "
                         "frames through the Ethernet front end into port 0 "
                         "(docs/ethernet.md)")
+    p.add_argument("--ctrl-key", metavar="HEX",
+                   help="with --frontend ethernet: 64-bit key of the switch's UDP control "
+                        "plane (without it: no control plane)")
+    p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
+                   help="UDP port of the control plane (default 42663)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "without it the host loads jobs over the UART)")
     p.add_argument("--baud", type=int, default=115200,
                    help="UART bridge rate (default 115200)")
+    p.add_argument("--ctrl-key", metavar="HEX",
+                   help="Ethernet boards: 64-bit key of the UDP control plane (without it: "
+                        "no control plane, jobs from --jobs-config)")
+    p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
+                   help="UDP port of the control plane (default 42663)")
 
     p = sub.add_parser("uart", parents=[params], allow_abbrev=False,
                        help="run a pcap through a board's UART bridge",
@@ -217,7 +228,33 @@ def _backend(module: str, function: str, command: str):
 
 def _load_jobs(args, params):
     from netagg.jobs import JobTable
+    if args.jobs_config is None:
+        if getattr(args, "ctrl_key", None) is None:
+            raise CliError("--jobs-config is required (or --ctrl-key with --frontend ethernet, "
+                           "to load jobs over the control plane)")
+        return JobTable([], params)
     return JobTable.from_file(args.jobs_config, params)
+
+
+def _ctrl_args(args, params, *, frontend=True):
+    """(key or None, port) of --ctrl-key / --ctrl-port."""
+    from netagg.ctrlproto import DEFAULT_CTRL_PORT, parse_key
+    port = DEFAULT_CTRL_PORT if args.ctrl_port is None else args.ctrl_port
+    if args.ctrl_key is None:
+        if args.ctrl_port is not None:
+            raise CliError("--ctrl-port needs --ctrl-key")
+        return None, port
+    if frontend and args.frontend != "ethernet":
+        raise CliError("--ctrl-key needs --frontend ethernet (the stream front end has no "
+                       "control plane)")
+    try:
+        key = parse_key(args.ctrl_key)
+    except ValueError as e:
+        raise CliError(f"--ctrl-key: {e}") from None
+    if not 0 < port < 65536 or port == params.port:
+        raise CliError(f"--ctrl-port {port} must be a UDP port (1..65535) other than the "
+                       f"netagg port {params.port}")
+    return key, port
 
 
 def cmd_generate(args, params) -> int:
@@ -229,12 +266,15 @@ def cmd_generate(args, params) -> int:
 
 def cmd_sim(args, params) -> int:
     from netagg import pcap
+    key, port = _ctrl_args(args, params)
     jobs = _load_jobs(args, params)
     pcap.read(args.in_path)               # a clear error before starting a simulator
     if args.frontend == "ethernet":
         run_sim = _backend("netagg.sim.eth_harness", "run_sim", "sim --frontend ethernet")
-    else:
-        run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
+        run_sim(params, jobs, args.in_path, args.out_path, args.stats_path, args.simulator,
+                fp_stages=args.fp_stages, ctrl_key=key, ctrl_port=port)
+        return 0
+    run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
     run_sim(params, jobs, args.in_path, args.out_path, args.stats_path, args.simulator,
             fp_stages=args.fp_stages)
     return 0
@@ -252,6 +292,7 @@ def _write_stats(path, stats: dict) -> None:
 def cmd_model(args, params) -> int:
     from netagg import pcap
     from netagg.sim.frame_model import run_model_seq
+    _ctrl_args(args, params)
     jobs = _load_jobs(args, params)
     records = pcap.read(args.in_path)
     if args.frontend == "ethernet":
@@ -271,7 +312,8 @@ def cmd_model(args, params) -> int:
 def _model_ethernet(args, params, jobs, records) -> int:
     from netagg import pcap
     from netagg.sim.eth_model import run_frontend_model
-    out, stats = run_frontend_model(params, jobs, records)
+    key, port = _ctrl_args(args, params)
+    out, stats = run_frontend_model(params, jobs, records, ctrl_key=key, ctrl_port=port)
     pcap.write(args.out_path, [pcap.Record(frame, records[seq].ts_ns)
                                for seq, _port, frame in out])
     if args.stats_path:
@@ -319,10 +361,17 @@ def _board(name: str):
 def cmd_build(args, params) -> int:
     build = _backend("netagg.boards.build", "build", "build")
     outdir = args.outdir or os.path.join("build", args.board)
+    key, port = _ctrl_args(args, params, frontend=False)
+    kw = {}
+    if key is not None:
+        if _board(args.board).kind != "ethernet":
+            raise CliError(f"--ctrl-key: the {args.board} build has no UDP control plane "
+                           "(Ethernet boards only)")
+        kw = {"ctrl_key": key, "ctrl_port": port}
     report = build(params, args.board, outdir, fp_stages=args.fp_stages,
                    ooc=_board(args.board).ooc,
                    jobs=_load_jobs(args, params) if args.jobs_config else None,
-                   baud=args.baud)
+                   baud=args.baud, **kw)
     if not isinstance(report, dict):
         raise CliError("the build returned no report")
     print(format_report(report))
@@ -385,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command in ("sim", "model") and args.jobs_config is None \
+                and args.ctrl_key is None:
+            parser.error(f"{args.command}: the following arguments are required: "
+                         "--jobs-config (or --ctrl-key with --frontend ethernet)")
     except SystemExit as e:                 # usage error (2) or --help/--version (0)
         return e.code if isinstance(e.code, int) else 2
     from netagg.pcap import PcapError

@@ -11,7 +11,8 @@ record is stamped with the first input record's time plus the simulated
 time since the first frame went in. STATS.json has the counters of
 ``netagg sim`` (``ignored``: frames delivered by the MACs that were neither
 netagg messages nor answered), every front-end counter as ``eth<p>_<name>``
-and ``cycles`` (first frame in to last frame out).
+and ``cycles`` (first frame in to last frame out), and with a control plane
+(``ctrl_key``) its counters ``ctrl_ok``, ``ctrl_bad_key``, ``ctrl_malformed``.
 
 Builds are cached like :mod:`netagg.sim.harness`'s (same cache root and
 lock), keyed by every parameter (the switch's address and UDP port are
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from netagg import frames as fr
 from netagg import pcap, regmap
+from netagg.ctrlproto import CTRL_COUNTERS, DEFAULT_CTRL_PORT
 from netagg.jobs import JobTable
 from netagg.params import Params
 from netagg.sim import harness
@@ -39,28 +41,31 @@ PERIOD_NS = 8
 DEFAULT_PORTS = 2
 
 
-def build_key(params: Params, fp_stages=None, ports: int = DEFAULT_PORTS) -> str:
+def build_key(params: Params, fp_stages=None, ports: int = DEFAULT_PORTS, ctrl=None) -> str:
     blob = json.dumps({"params": params.to_dict(), "fp_stages": fp_stages, "ports": ports,
-                       "top": TOPLEVEL, "design": harness._design_digest()}, sort_keys=True)
+                       "top": TOPLEVEL, "design": harness._design_digest(),
+                       **({"ctrl": list(ctrl)} if ctrl is not None else {})}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def verilog_path(params: Params, fp_stages=None, ports: int = DEFAULT_PORTS,
-                 root=None) -> Path:
-    """The cached Verilog of ``netagg_eth`` (written on first use)."""
-    d = Path(root or harness.cache_root()) / f"eth-{build_key(params, fp_stages, ports)}"
+                 root=None, ctrl=None) -> Path:
+    """The cached Verilog of ``netagg_eth`` (written on first use); ``ctrl``:
+    None, or (key, port) of the control plane."""
+    d = Path(root or harness.cache_root()) / f"eth-{build_key(params, fp_stages, ports, ctrl)}"
     v = d / f"{TOPLEVEL}.v"
     with harness._locked(d / "verilog.lock"):
         if not v.exists():
             from netagg.hdl.eth.top import write_verilog
             tmp = d / f".{TOPLEVEL}.v.{os.getpid()}"
-            write_verilog(params, tmp, ports=ports, fp_stages=fp_stages)
+            kw = {} if ctrl is None else {"ctrl_key": ctrl[0], "ctrl_port": ctrl[1]}
+            write_verilog(params, tmp, ports=ports, fp_stages=fp_stages, **kw)
             os.replace(tmp, v)
     return v
 
 
 def run_cocotb(params: Params, env: dict, *, simulator="icarus", fp_stages=None,
-               ports: int = DEFAULT_PORTS, quiet=True, root=None) -> None:
+               ports: int = DEFAULT_PORTS, quiet=True, root=None, ctrl=None) -> None:
     if simulator not in SIMULATORS:
         raise SimError(f"unknown simulator {simulator!r} (choose from {', '.join(SIMULATORS)})")
     harness._sim_env_path()
@@ -70,7 +75,7 @@ def run_cocotb(params: Params, env: dict, *, simulator="icarus", fp_stages=None,
     except ModuleNotFoundError:
         raise SimError("the Ethernet benches need cocotbext-eth (pip install "
                        "cocotbext-eth)") from None
-    source = verilog_path(params, fp_stages, ports, root)
+    source = verilog_path(params, fp_stages, ports, root, ctrl)
     build = source.parent / simulator
     cls = harness._simulator_class(simulator)
     kwargs = dict(toplevel=TOPLEVEL, module=MODULE, verilog_sources=[str(source)],
@@ -97,18 +102,27 @@ def run_cocotb(params: Params, env: dict, *, simulator="icarus", fp_stages=None,
             os.environ["SIM"] = saved_sim
 
 
+def _ctrl(ctrl_key, ctrl_port):
+    if ctrl_key is None:
+        return None
+    return (int(ctrl_key), DEFAULT_CTRL_PORT if ctrl_port is None else int(ctrl_port))
+
+
 def run_frames(params: Params, jobs: JobTable, wires_by_port: list[list[bytes]], *,
                simulator="icarus", fp_stages=None, quiet=True, root=None,
-               quiet_cycles: int = 4000) -> dict:
+               quiet_cycles: int = 4000, ctrl_key=None, ctrl_port=None) -> dict:
     """Send each port's wire frames (bytes after the SFD, FCS included) into
     the switch, all ports at once, back to back; returns ``{"frames":
-    [(port, wire bytes, start cycle, er)], "counters": {...}, "cycles"}``."""
+    [(port, wire bytes, start cycle, er)], "counters": {...}, "cycles"}``.
+    With ``ctrl_key`` the switch has the control plane over UDP (at
+    ``ctrl_port``, default ctrlproto's) and the counters include its."""
     ports = len(wires_by_port)
-    inputs = {"jobs": jobs.to_dict(), "quiet": quiet_cycles,
+    ctrl = _ctrl(ctrl_key, ctrl_port)
+    inputs = {"jobs": jobs.to_dict(), "quiet": quiet_cycles, "ctrl": ctrl is not None,
               "ports": [[w.hex() for w in ws] for ws in wires_by_port]}
     out = harness.run_with_io(inputs, simulator, lambda env: run_cocotb(
         params, env, simulator=simulator, fp_stages=fp_stages, ports=ports, quiet=quiet,
-        root=root))
+        root=root, ctrl=ctrl))
     out["frames"] = [(p, bytes.fromhex(h), t, er) for p, h, t, er in out["frames"]]
     return out
 
@@ -122,18 +136,23 @@ def stats_of(counters: dict, ports: int, cycles: int) -> dict[str, int]:
         for name in regmap.ETH_COUNTERS:
             key = regmap.eth_counter_name(p, name)
             stats[key] = int(counters[key])
+    for name in CTRL_COUNTERS:
+        if name in counters:
+            stats[name] = int(counters[name])
     stats["cycles"] = int(cycles)
     return stats
 
 
 def run_sim(params: Params, jobs: JobTable, in_path, out_path, stats_path=None,
-            simulator: str = "icarus", fp_stages=None, ports: int = DEFAULT_PORTS) -> dict:
+            simulator: str = "icarus", fp_stages=None, ports: int = DEFAULT_PORTS,
+            ctrl_key=None, ctrl_port=None) -> dict:
     """``netagg sim --frontend ethernet``: IN.pcap through the switch's
     port 0 to OUT.pcap (and STATS.json); returns the stats."""
     records = pcap.read(in_path)
     wires = [fr.with_fcs(r.data) for r in records]
     run = run_frames(params, jobs, [wires] + [[] for _ in range(ports - 1)],
-                     simulator=simulator, fp_stages=fp_stages)
+                     simulator=simulator, fp_stages=fp_stages, ctrl_key=ctrl_key,
+                     ctrl_port=ctrl_port)
     out = []
     t0 = records[0].ts_ns if records else 0
     first = min((t for _, _, t, _ in run["frames"]), default=0)

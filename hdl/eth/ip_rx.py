@@ -13,6 +13,7 @@ from netagg.hdl.eth.checksum import oc_add
 from netagg.hdl.eth.layouts import (
     LENGTH_BITS,
     BufferedByte,
+    CtrlRequest,
     ReplyKind,
     ReplyRequest,
     message_beat,
@@ -32,6 +33,9 @@ class IpRx(wiring.Component):
     params : Params
         ``lanes``, ``port`` (UDP port of netagg messages) and ``switch_ip``
         (the address ARP and ICMP requests must ask for).
+    ctrl_port : int or None
+        The UDP port of the control plane (None: off, such datagrams are
+        ``ignored`` frames).
 
     Ports
     -----
@@ -58,15 +62,27 @@ class IpRx(wiring.Component):
         the ICMP data, into the responder's memory.
     responder_busy : In(1)
         The responder is sending; no new frame is started.
+    ctrl : Out(stream CtrlRequest)
+        The cycle after the last byte of a frame carrying a UDP datagram to
+        ``switch_ip`` at ``ctrl_port`` (the IPv4 and UDP checks of a netagg
+        message): its sender and payload length; the payload went out
+        through ``tee`` (for :class:`netagg.hdl.eth.control.ControlPlane`).
+    ctrl_busy : In(1)
+        The control plane holds this port's datagram; no new frame is
+        started.
     ignored : Out(1)
         One-cycle pulse, the cycle after the last byte of a frame that is
         neither a netagg message nor answered.
     """
 
-    def __init__(self, params: Params):
+    def __init__(self, params: Params, *, ctrl_port: int | None = None):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {params!r}")
-        self._params = params
+        if ctrl_port is not None and (not isinstance(ctrl_port, int)
+                                      or not 0 < ctrl_port < 1 << 16 or ctrl_port == params.port):
+            raise ValueError(f"ctrl_port must be None or a UDP port other than {params.port}, "
+                             f"not {ctrl_port!r}")
+        self._params, self._ctrl_port = params, ctrl_port
         super().__init__({
             "i": In(stream.Signature(BufferedByte)),
             "o": Out(stream.Signature(message_beat(params.lanes))),
@@ -75,6 +91,8 @@ class IpRx(wiring.Component):
             "tee_data": Out(8),
             "tee_en": Out(1),
             "responder_busy": In(1),
+            "ctrl": Out(stream.Signature(CtrlRequest)),
+            "ctrl_busy": In(1),
             "ignored": Out(1),
         })
 
@@ -104,7 +122,8 @@ class IpRx(wiring.Component):
         beat_last = Signal()
         d = self.i.payload.data
         can_take = (~beat_valid | self.o.ready) & ~(
-            (pos == 0) & (ended | self.responder_busy | self.reply.valid))
+            (pos == 0) & (ended | self.responder_busy | self.reply.valid | self.ctrl.valid
+                          | self.ctrl_busy))
         take = Signal()
         m.d.comb += [self.i.ready.eq(can_take), take.eq(self.i.valid & can_take)]
         length = flen
@@ -121,6 +140,13 @@ class IpRx(wiring.Component):
                  & (length >= frames.ETH_HEADER + total))
         is_netagg = (ip_ok & (proto == frames.IPPROTO_UDP) & (dport == p.port)
                      & (udp_len >= frames.UDP_HEADER) & (udp_len + frames.IPV4_HEADER == total))
+
+        udp_ok = ((proto == frames.IPPROTO_UDP) & (udp_len >= frames.UDP_HEADER)
+                  & (udp_len + frames.IPV4_HEADER == total))
+        if self._ctrl_port is None:
+            is_ctrl = C(0)
+        else:
+            is_ctrl = ip_ok & udp_ok & (dport == self._ctrl_port) & (dst_ip == switch_ip)
 
         # -- netagg messages ------------------------------------------------
         in_msg = Signal()
@@ -207,9 +233,16 @@ class IpRx(wiring.Component):
         r = self.reply.payload
         with m.If(self.reply.valid & self.reply.ready):
             m.d.sync += self.reply.valid.eq(0)
+        cq = self.ctrl.payload
+        with m.If(self.ctrl.valid & self.ctrl.ready):
+            m.d.sync += self.ctrl.valid.eq(0)
         with m.If(ended):
             m.d.sync += [ended.eq(0), was_msg.eq(0)]
-            with m.If(~was_msg & (arp_ok | icmp_ok)):
+            with m.If(~was_msg & is_ctrl):
+                m.d.sync += [self.ctrl.valid.eq(1), cq.sender.mac.eq(src_mac),
+                             cq.sender.ip.eq(src_ip), cq.sender.port.eq(sport),
+                             cq.length.eq(udp_len - frames.UDP_HEADER)]
+            with m.Elif(~was_msg & (arp_ok | icmp_ok)):
                 m.d.sync += [
                     self.reply.valid.eq(1),
                     r.kind.eq(Mux(arp_ok, ReplyKind.ARP, ReplyKind.ICMP)),

@@ -87,3 +87,13 @@ in the responder's memory (written through the parser's ``tee`` port)."""
 
 Learned = data.StructLayout({"sender": Sender, "port": unsigned(1)})
 """An address-table entry: a worker's endpoint and ingress port."""
+
+CtrlRequest = data.StructLayout({"sender": Sender, "length": unsigned(LENGTH_BITS)})
+"""A UDP datagram to the switch's control port, as the parser hands it to
+:class:`netagg.hdl.eth.control.ControlPlane` (its payload bytes are in the
+control plane's memory, written through the parser's ``tee`` port):
+its sender and its payload's byte count (UDP length - 8)."""
+
+Tee = wiring.Signature({"en": Out(1), "addr": Out(LENGTH_BITS), "data": Out(8)})
+"""The parser's copy of a frame's bytes from offset 42 on: ``data`` at
+``addr`` (frame offset - 42) with ``en``."""

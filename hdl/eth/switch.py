@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import DomainRenamer, Module, Signal
+from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import AsyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from netagg import regmap
+from netagg import ctrlproto, regmap
 from netagg.hdl.core import NetaggCore
 from netagg.hdl.eth.address_table import AddressTable
 from netagg.hdl.eth.arbiter import IngressArbiter, TxArbiter
+from netagg.hdl.eth.control import ControlPlane, check_ctrl
 from netagg.hdl.eth.frame_buffer import FrameBuffer
 from netagg.hdl.eth.ip_rx import IpRx
 from netagg.hdl.eth.layouts import (
@@ -71,6 +72,12 @@ class EthernetSwitch(wiring.Component):
         once a whole message is queued, so that a message goes into the core
         at one beat per cycle instead of at its port's byte rate, and the
         other port is not held up behind it. 0: no queue.
+    ctrl_key : int or None
+        The 64-bit key of the control plane over UDP
+        (:class:`netagg.hdl.eth.control.ControlPlane`); None: no control
+        plane (datagrams to its port are ``ignored`` frames).
+    ctrl_port : int
+        Its UDP port (default ``netagg.ctrlproto.DEFAULT_CTRL_PORT``).
 
     Ports
     -----
@@ -79,11 +86,16 @@ class EthernetSwitch(wiring.Component):
         on port p; a RESULT leaves on the port its destination worker's
         most recent accepted CONTRIB came in on.
     ctrl_addr, ctrl_wdata, ctrl_we, ctrl_rdata : the register port
-        docs/core.md's (the core's job table and counters) and the ports'
-        counters at ``netagg.regmap.eth_counter_addr``; ``ctrl_rdata``
-        shows the register at the ``ctrl_addr`` of the previous cycle.
+        docs/core.md's (the core's job table and counters), the ports'
+        counters at ``netagg.regmap.eth_counter_addr`` and, with a control
+        plane, ctrlproto's INFO, CTRL and SERVE registers; other addresses
+        read 0. ``ctrl_rdata`` shows the register at the ``ctrl_addr`` of
+        the previous cycle. While the control plane makes a datagram's
+        accesses it owns the register bus: ``ctrl_addr``, ``ctrl_wdata``
+        and ``ctrl_we`` are ignored and ``ctrl_rdata`` shows its reads.
     idle : Out(1)
-        The core is idle (docs/core.md).
+        The core is idle (docs/core.md), and so is the control plane (no
+        control datagram pending or being answered).
     activity, error : Out(1)
         One-cycle pulses: a frame was received or sent on some port; a
         frame was dropped by a MAC or a receive buffer (for LEDs).
@@ -91,7 +103,8 @@ class EthernetSwitch(wiring.Component):
 
     def __init__(self, params: Params, *, ports: int = 2, rx_depth: int = 4096,
                  fp_stages=None, rx_domains=None, tx_domain=None, result_fifo=None,
-                 message_fifo=None):
+                 message_fifo=None, ctrl_key=None,
+                 ctrl_port: int = ctrlproto.DEFAULT_CTRL_PORT):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {params!r}")
         if ports not in (1, 2):
@@ -120,6 +133,9 @@ class EthernetSwitch(wiring.Component):
             raise ValueError(f"message_fifo must be 0 or at least K / L + 1, "
                              f"not {message_fifo!r}")
         self._message_fifo = message_fifo
+        if ctrl_key is not None:
+            check_ctrl(params, ctrl_key, ctrl_port)
+        self._ctrl_key, self._ctrl_port = ctrl_key, ctrl_port
         super().__init__({
             "rx": In(GmiiRx).array(ports),
             "tx": Out(GmiiTx).array(ports),
@@ -159,6 +175,12 @@ class EthernetSwitch(wiring.Component):
                      table.drain.eq(core.idle)]
         wiring.connect(m, core.o, router.i)
 
+        ctrl = None
+        if self._ctrl_key is not None:
+            ctrl = ControlPlane(p, key=self._ctrl_key, ctrl_port=self._ctrl_port, ports=P)
+            m.submodules.control = ctrl
+        busy = [core.i.valid, core.o.valid]       # for the control plane's ``quiet``
+
         counters = {}
         activity, errors = [], []
         event = data.StructLayout({"status": RxStatus, "overflow": 1})
@@ -168,7 +190,7 @@ class EthernetSwitch(wiring.Component):
             mac_rx = MacRx(max_frame=MAX_FRAME)
             rxbuf = FrameBuffer(depth=self._rx_depth, max_length=MAX_FRAME - 4,
                                 frames=32, strip=4, mode="drop")
-            parser = IpRx(p)
+            parser = IpRx(p, ctrl_port=self._ctrl_port if ctrl is not None else None)
             resp = Responder(p)
             framer = ResultFramer(p)
             txarb = TxArbiter()
@@ -234,12 +256,21 @@ class EthernetSwitch(wiring.Component):
                 with m.If(r_last):
                     m.d.sync += through.eq(0)
                 go = (whole != 0) | through
+                busy.append(mq.r_rdy)
                 m.d.comb += [mq.w_data.eq(parser.o.payload), mq.w_en.eq(parser.o.valid),
                              parser.o.ready.eq(mq.w_rdy),
                              out.payload.eq(mq.r_data), out.valid.eq(mq.r_rdy & go),
                              mq.r_en.eq(out.ready & go)]
             else:
                 wiring.connect(m, parser.o, ingress.i[port])
+            busy += [parser.o.valid, parser.reply.valid, resp.busy, resp.o.valid,
+                     framer.o.valid]
+            if ctrl is not None:
+                wiring.connect(m, parser.ctrl, ctrl.req[port])
+                m.d.comb += [parser.ctrl_busy.eq(ctrl.busy[port]),
+                             ctrl.tee[port].en.eq(parser.tee_en),
+                             ctrl.tee[port].addr.eq(parser.tee_addr),
+                             ctrl.tee[port].data.eq(parser.tee_data)]
             wiring.connect(m, parser.reply, resp.req)
             m.d.comb += [parser.responder_busy.eq(resp.busy), resp.tee_en.eq(parser.tee_en),
                          resp.tee_addr.eq(parser.tee_addr), resp.tee_data.eq(parser.tee_data)]
@@ -247,6 +278,7 @@ class EthernetSwitch(wiring.Component):
             if self._result_fifo:
                 rq = SyncFIFOBuffered(width=result_beat(p.lanes).size, depth=self._result_fifo)
                 m.submodules[f"result_q{port}"] = rq
+                busy.append(rq.r_rdy)
                 m.d.comb += [rq.w_data.eq(router.o[port].payload), rq.w_en.eq(router.o[port].valid),
                              router.o[port].ready.eq(rq.w_rdy),
                              framer.i.payload.eq(rq.r_data), framer.i.valid.eq(rq.r_rdy),
@@ -254,7 +286,15 @@ class EthernetSwitch(wiring.Component):
             else:
                 wiring.connect(m, router.o[port], framer.i)
             wiring.connect(m, framer.o, txarb.i[0])
-            wiring.connect(m, resp.o, txarb.i[1])
+            if ctrl is not None:
+                # Replies: the responder's and the control plane's take turns.
+                reparb = TxArbiter()
+                m.submodules[f"reparb{port}"] = reparb
+                wiring.connect(m, resp.o, reparb.i[0])
+                wiring.connect(m, ctrl.o[port], reparb.i[1])
+                wiring.connect(m, reparb.o, txarb.i[1])
+            else:
+                wiring.connect(m, resp.o, txarb.i[1])
             if txd == "sync":
                 m.d.comb += [txbuf.w.valid.eq(txarb.o.valid),
                              txbuf.w.payload.data.eq(txarb.o.payload.data),
@@ -304,19 +344,51 @@ class EthernetSwitch(wiring.Component):
             with m.If(e):
                 m.d.sync += self.error.eq(1)
 
-        # Control port: the core's registers, and the front end's counters.
+        # The register bus: the control port's, or the control plane's.
+        bus_addr, bus_wdata, bus_we = Signal(16), Signal(32), Signal()
+        if ctrl is not None:
+            quiet = Signal()
+            m.d.comb += quiet.eq(core.idle & ~Cat(*busy).any())
+            m.d.comb += [ctrl.quiet.eq(quiet), ctrl.local_addr.eq(bus_addr)]
+            with m.If(ctrl.bus_own):
+                m.d.comb += [bus_addr.eq(ctrl.bus_addr), bus_wdata.eq(ctrl.bus_wdata),
+                             bus_we.eq(ctrl.bus_we)]
+            with m.Else():
+                m.d.comb += [bus_addr.eq(self.ctrl_addr), bus_wdata.eq(self.ctrl_wdata),
+                             bus_we.eq(self.ctrl_we)]
+        else:
+            m.d.comb += [bus_addr.eq(self.ctrl_addr), bus_wdata.eq(self.ctrl_wdata),
+                         bus_we.eq(self.ctrl_we)]
+        # Registers: the core's (job table, counters), the front end's
+        # counters, the control plane's; other addresses read 0.
         eth_rdata = Signal(32)
-        is_eth = Signal()
-        with m.Switch(self.ctrl_addr):
+        is_eth, is_core = Signal(), Signal()
+        with m.Switch(bus_addr):
             for addr, c in counters.items():
                 with m.Case(addr):
                     m.d.sync += [eth_rdata.eq(c), is_eth.eq(1)]
             with m.Default():
                 m.d.sync += is_eth.eq(0)
-        m.d.comb += [core.ctrl_addr.eq(self.ctrl_addr), core.ctrl_wdata.eq(self.ctrl_wdata),
-                     core.ctrl_we.eq(self.ctrl_we), self.idle.eq(core.idle)]
+        job_end = regmap.JOB_BASE + regmap.JOB_REGS * p.jobs
+        n_counters = len(regmap.CORE_COUNTERS)
+        m.d.sync += is_core.eq(
+            ((bus_addr >= regmap.JOB_BASE) & (bus_addr < job_end))
+            | ((bus_addr >= regmap.COUNTER_BASE)
+               & (bus_addr < regmap.COUNTER_BASE + n_counters)))
+        m.d.comb += [core.ctrl_addr.eq(bus_addr), core.ctrl_wdata.eq(bus_wdata),
+                     core.ctrl_we.eq(bus_we)]
+        if ctrl is not None:
+            m.d.comb += self.idle.eq(core.idle & ctrl.idle)
+        else:
+            m.d.comb += self.idle.eq(core.idle)
+        rdata = Signal(32)
         with m.If(is_eth):
-            m.d.comb += self.ctrl_rdata.eq(eth_rdata)
-        with m.Else():
-            m.d.comb += self.ctrl_rdata.eq(core.ctrl_rdata)
+            m.d.comb += rdata.eq(eth_rdata)
+        with m.Elif(is_core):
+            m.d.comb += rdata.eq(core.ctrl_rdata)
+        if ctrl is not None:
+            with m.Elif(ctrl.local_hit):
+                m.d.comb += rdata.eq(ctrl.local_rdata)
+            m.d.comb += ctrl.bus_rdata.eq(rdata)
+        m.d.comb += self.ctrl_rdata.eq(rdata)
         return m

@@ -10,7 +10,8 @@ parameters from ``$NETAGG_TB_PARAMS``. The switch is reset, its job table
 written and read back; when every frame is sent and nothing has been
 transmitted for ``quiet`` cycles (default 4000: more than a buffered
 maximum-size frame takes to be parsed and answered) with the core idle,
-every core and front-end counter is read through the control port.
+every core and front-end counter (and with ``"ctrl": true`` the control
+plane's) is read through the control port.
 
 Output (JSON file named by ``$NETAGG_TB_OUT``): ``{"frames": [[port, frame
 hex (after the SFD, FCS included), start cycle, error], ...] in the order
@@ -27,7 +28,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-from netagg import regmap
+from netagg import ctrlproto, regmap
 from netagg.jobs import JobTable
 from netagg.params import Params
 from netagg.sim.cocotb.tb import ControlPort
@@ -71,10 +72,12 @@ class Bench(ControlPort):
         d.rst.value = 0
         await self.tick(self.params.slots + 16)
 
-    async def counters(self):
+    async def counters(self, ctrl: bool = False):
         names = [(n, regmap.counter_addr(n)) for n in regmap.CORE_COUNTERS]
         names += [(regmap.eth_counter_name(p, n), regmap.eth_counter_addr(p, n))
                   for p in range(self.ports) for n in regmap.ETH_COUNTERS]
+        if ctrl:
+            names += [(n, ctrlproto.CTRL_BASE + i) for i, n in enumerate(ctrlproto.CTRL_COUNTERS)]
         return {name: await self.read_reg(addr) for name, addr in names}
 
 
@@ -116,7 +119,7 @@ async def eth_run(dut):
                 break
             if tb.cycle - start > max_cycles:
                 raise AssertionError(f"the switch did not go quiet within {max_cycles} cycles")
-        counters = await tb.counters()
+        counters = await tb.counters(bool(spec.get("ctrl")))
     except Exception as e:
         _write({"error": (str(e).strip() or type(e).__name__).splitlines()[0]})
         raise
