@@ -30,18 +30,12 @@ class JobTable(wiring.Component):
       combinational. ``lookup_job`` -> ``lookup``: the entry (all zero, so
       disabled, for ids >= J) and ``lookup_valid`` (id < J).
 
-    Reset disables every job, or, with ``init`` (one ``(base, nslots,
-    workers)`` per job, at most J), loads those jobs enabled and disables the
-    rest. Values are stored as written; the control software keeps ranges
-    inside S and apart (``netagg.jobs`` checks).
+    Reset disables every job. Values are stored as written; the control
+    software keeps ranges inside S and apart (``netagg.jobs`` checks).
     """
 
-    def __init__(self, params: Params, *, init=()):
-        init = tuple(tuple(int(v) for v in e) for e in init)
-        if len(init) > params.jobs or any(len(e) != 3 for e in init):
-            raise ValueError(f"init: at most {params.jobs} (base, nslots, workers) entries")
+    def __init__(self, params: Params):
         self._params = params
-        self._init = init
         self._entry = job_entry
         super().__init__({
             "we": In(1),
@@ -56,9 +50,7 @@ class JobTable(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         J = self._params.jobs
-        inits = [dict(enable=1, base=b, nslots=n, workers=w) for b, n, w in self._init]
-        entries = [Signal(self._entry, name=f"job{j}",
-                          init=inits[j] if j < len(inits) else None) for j in range(J)]
+        entries = [Signal(self._entry, name=f"job{j}") for j in range(J)]
         reg_bits = (regmap.JOB_REGS - 1).bit_length()
         job_sel = self.addr[reg_bits:reg_bits + 8]
         reg_sel = self.addr[0:reg_bits]

@@ -1,4 +1,3 @@
-# amaranth: UnusedElaboratable=no
 """hdl/job_table.JobTable on its own (amaranth.sim): random register writes
 in netagg.regmap's encoding (job_addr, the JOB_CTRL fields, base and slot
 count widths) read back as a register model of regmap says, and the lookup
@@ -120,43 +119,3 @@ def test_reset_disables_every_job():
     sim.add_clock(1e-8)
     sim.add_testbench(tb)
     sim.run()
-
-
-def test_init_loads_jobs_at_reset_and_stays_writable():
-    """``init``: the listed jobs enabled with their fields from reset (read
-    through the register port as regmap encodes them), the rest disabled;
-    a write still replaces an entry."""
-    params = Params(lanes=2, elements=4, workers=4, slots=16, jobs=4)
-    init = ((0, 3, 2), (3, 5, 4), (8, 8, 1))
-    dut = JobTable(params, init=init)
-    model = Model(4)
-    for j, (base, nslots, workers) in enumerate(init):
-        model.entries[j].update(enable=1, base=base, nslots=nslots, workers=workers)
-
-    async def tb(ctx):
-        for step in range(2):
-            for j in range(4):
-                ctx.set(dut.lookup_job, j)
-                assert {f: ctx.get(getattr(dut.lookup, f)) for f in model.entries[j]} == \
-                    model.lookup(j)
-                for reg in (regmap.JOB_CTRL, regmap.JOB_BASE_SLOT, regmap.JOB_NSLOTS):
-                    ctx.set(dut.addr, regmap.job_addr(j, reg))
-                    assert ctx.get(dut.rdata) == model.read(regmap.job_addr(j, reg))
-            addr, value = regmap.job_addr(1, regmap.JOB_CTRL), regmap.job_ctrl_word(False, 3)
-            ctx.set(dut.addr, addr)
-            ctx.set(dut.wdata, value)
-            ctx.set(dut.we, 1)
-            await ctx.tick()
-            ctx.set(dut.we, 0)
-            model.write(addr, value)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
-
-
-@pytest.mark.parametrize("init", [((0, 1, 1),) * 5, ((0, 1),)])
-def test_init_refuses_bad_entries(init):
-    with pytest.raises(ValueError, match="init"):
-        JobTable(Params(lanes=2, elements=4, workers=4, slots=16, jobs=4), init=init)
