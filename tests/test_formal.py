@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.formal import mutations, run
+from tests.formal import multicast_harness, mutations, run
 from tests.formal.harness import PROPERTIES, SETUP
 
 pytestmark = pytest.mark.formal
@@ -30,23 +30,35 @@ if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and
 # Depths in clock cycles from reset; the job table takes SETUP cycles, the
 # slot words' clear S = 2 of them, so a message can reach the core at
 # cycle SETUP + 1 and its verdict about 6 cycles later.
-CI_DEPTH = {"once": 30, "isolation": 20, "verdicts": 20, "results": 22, "liveness": 22}
+CI_DEPTH = {"once": 30, "isolation": 20, "verdicts": 20, "results": 24, "liveness": 22}
 FULL_DEPTH = {"once": 36, "isolation": 25, "verdicts": 25, "results": 26, "liveness": 26}
 COVER_DEPTH = 34
+# The multicast back-end alone (tests/formal/multicast_harness.py): every
+# input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
+# fan-outs included, and fills its buffer (the covers, by cycle 12).
+UNIT_DEPTH = {"fanout": 15, "progress": 20}
+UNIT_FULL_DEPTH = {"fanout": 17, "progress": 24}
+UNIT_COVER_DEPTH = 14
 # (property, depth at which the planted bug must be found, only in make formal)
 MUTATION_RUNS = {
     "double_combine": ("once", 34, True),
     "no_range_check": ("isolation", 16, False),
     "lost_verdict": ("verdicts", 22, False),
     "counter_swap": ("verdicts", 22, False),
-    "short_multicast": ("results", 27, True),
+    "short_multicast": ("results", 24, False),
+    "repeat_destination": ("fanout", 14, False),
     "stuck_egress": ("liveness", 28, True),
 }
 TIMEOUT = 1500    # seconds a run may take before it counts as an error
 
 
+def _unit(prop):
+    return "multicast" if prop in multicast_harness.PROPERTIES else "core"
+
+
 def _prove(name, props, depth, mutation=None):
-    out = run.run(name, props=props, depth=depth, mutation=mutation, timeout=TIMEOUT)
+    out = run.run(name, props=props, depth=depth, mutation=mutation, timeout=TIMEOUT,
+                  unit=_unit(props[0]))
     print(f"{name}: {out.status} in {out.seconds:.1f} s ({out.workdir})")
     return out
 
@@ -54,6 +66,7 @@ def _prove(name, props, depth, mutation=None):
 def test_depths_past_setup():
     assert min(CI_DEPTH.values()) >= SETUP + 12
     assert set(CI_DEPTH) == set(FULL_DEPTH) == set(PROPERTIES)
+    assert set(UNIT_DEPTH) == set(UNIT_FULL_DEPTH) == set(multicast_harness.PROPERTIES)
     assert set(MUTATION_RUNS) == set(mutations.MUTATIONS)
     assert all(mutations.MUTATIONS[k] == v[0] for k, v in MUTATION_RUNS.items())
 
@@ -71,21 +84,43 @@ def test_proof_full(prop):
     assert out.status == "PASS", out.log[-2000:]
 
 
-@pytest.mark.slow
-def test_covers():
-    """Every cover statement is reached within COVER_DEPTH cycles (in cover
-    mode SymbiYosys passes only if each one is)."""
-    import re
+@pytest.mark.parametrize("prop", multicast_harness.PROPERTIES)
+def test_multicast_proof(prop):
+    """The multicast back-end's fan-out (W copies to workers 0..W-1, or one
+    to the requester, each with its RESULT's fields and data) and progress,
+    for every environment sequence within the slot table's contract."""
+    out = _prove(f"unit-{prop}", [prop], UNIT_DEPTH[prop])
+    assert out.status == "PASS", out.log[-2000:]
 
-    from tests.formal.harness import FormalTop
-    top = FormalTop([])
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prop", multicast_harness.PROPERTIES)
+def test_multicast_proof_full(prop):
+    out = _prove(f"unit-full-{prop}", [prop], UNIT_FULL_DEPTH[prop])
+    assert out.status == "PASS", out.log[-2000:]
+
+
+def _covers(name, top, depth, unit):
+    """Every cover statement of ``top`` is reached within ``depth`` cycles (in
+    cover mode SymbiYosys passes only if each one is)."""
+    import re
     run.emit(top)                    # elaborates: fills top.covers
-    out = run.run("cover", props=[], mode="cover", depth=COVER_DEPTH, timeout=TIMEOUT)
+    out = run.run(name, props=[], mode="cover", depth=depth, timeout=TIMEOUT, unit=unit)
     reached = set(re.findall(r"Reached cover statement .*\((\S+)\)", out.log))
-    print(f"cover: {out.status} in {out.seconds:.1f} s; {len(reached)} of "
+    print(f"{name}: {out.status} in {out.seconds:.1f} s; {len(reached)} of "
           f"{len(top.covers)} covers reached: {sorted(top.covers)}")
     assert out.status == "PASS", out.log[-2000:]
     assert len(reached) == len(top.covers)
+
+
+def test_multicast_covers():
+    _covers("unit-cover", multicast_harness.MulticastTop([]), UNIT_COVER_DEPTH, "multicast")
+
+
+@pytest.mark.slow
+def test_covers():
+    from tests.formal.harness import FormalTop
+    _covers("cover", FormalTop([]), COVER_DEPTH, "core")
 
 
 def _mutation_params():

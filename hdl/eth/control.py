@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import struct
 
-from amaranth.hdl import Array, C, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg import ctrlproto as cp
-from netagg import frames
-from netagg.hdl.eth.checksum import be_bytes, oc_sum
 from netagg.hdl.eth.layouts import LENGTH_BITS, CtrlRequest, FrameByte, Sender, Tee
+from netagg.hdl.eth.udp_head import HEAD_BYTES, udp_frame_head
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.params import Params
 
-HEAD = frames.ETH_HEADER + frames.IPV4_HEADER + frames.UDP_HEADER     # 42
+HEAD = HEAD_BYTES
 DATA_DEPTH = 2048
 """Bytes of each port's datagram memory (a datagram has at most 1472)."""
 
@@ -234,25 +233,9 @@ class ControlPlane(wiring.Component):
         for port, o in enumerate(self.o):
             m.d.comb += [o.valid.eq(out_valid & (cur == port)), o.payload.data.eq(out_data),
                          o.payload.last.eq(out_last)]
-        udp_len, total = Signal(16), Signal(16)
-        m.d.comb += [udp_len.eq(frames.UDP_HEADER + length),
-                     total.eq(frames.IPV4_HEADER + frames.UDP_HEADER + length)]
-        ip_csum = Signal(16)
-        m.d.comb += ip_csum.eq(~oc_sum([
-            C(0x4500, 16), total, C(0, 16), C(0x4000, 16),
-            C((frames.TTL << 8) | frames.IPPROTO_UDP, 16),
-            C(ip >> 16, 16), C(ip & 0xFFFF, 16), sender.ip[16:], sender.ip[:16]]))
-
-        def c(v, nbytes):
-            return be_bytes(C(v, 8 * nbytes), nbytes)
-
-        head = (be_bytes(sender.mac, 6) + c(mac, 6) + c(frames.ETHERTYPE_IPV4, 2)
-                + c(0x45, 1) + c(0, 1) + be_bytes(total, 2) + c(0, 2) + c(0x4000, 2)
-                + c(frames.TTL, 1) + c(frames.IPPROTO_UDP, 1) + be_bytes(ip_csum, 2)
-                + c(ip, 4) + be_bytes(sender.ip, 4)
-                + c(self._ctrl_port, 2) + be_bytes(sender.port, 2) + be_bytes(udp_len, 2)
-                + c(0, 2))
-        assert len(head) == HEAD
+        head = udp_frame_head(m, src_mac=mac, src_ip=ip, src_port=self._ctrl_port,
+                              dst_mac=sender.mac, dst_ip=sender.ip, dst_port=sender.port,
+                              payload_len=length)
         head_byte = Signal(8)
         with m.Switch(ridx):
             for i in range(HEAD):

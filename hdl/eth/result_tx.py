@@ -6,14 +6,14 @@ from amaranth.hdl import C, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from netagg import frames
 from netagg.hdl import layouts
-from netagg.hdl.eth.checksum import be_bytes, oc_sum
+from netagg.hdl.eth.checksum import be_bytes
 from netagg.hdl.eth.layouts import FrameByte, Learned, result_beat
+from netagg.hdl.eth.udp_head import HEAD_BYTES, udp_frame_head
 from netagg.params import Params
 from netagg.wire import HEADER_BYTES
 
-HEAD = frames.ETH_HEADER + frames.IPV4_HEADER + frames.UDP_HEADER     # 42
+HEAD = HEAD_BYTES
 
 
 def table_index_bits(params: Params) -> int:
@@ -134,25 +134,10 @@ class ResultFramer(wiring.Component):
         count = h.count
         body = Signal(18)
         m.d.comb += body.eq(Mux(size2, count << 1, count << 2))
-        udp_len = Signal(16)
-        total = Signal(16)
-        m.d.comb += [udp_len.eq(frames.UDP_HEADER + HEADER_BYTES + body),
-                     total.eq(frames.IPV4_HEADER + udp_len)]
-        ip_csum = Signal(16)
-        m.d.comb += ip_csum.eq(~oc_sum([
-            C(0x4500, 16), total, C(0, 16), C(0x4000, 16),
-            C((frames.TTL << 8) | frames.IPPROTO_UDP, 16),
-            C(ip >> 16, 16), C(ip & 0xFFFF, 16), dst.ip[16:], dst.ip[:16]]))
-
-        def c(value, n):
-            return be_bytes(C(value, 8 * n), n)
-
-        head = (be_bytes(dst.mac, 6) + c(mac, 6) + c(frames.ETHERTYPE_IPV4, 2)
-                + c(0x45, 1) + c(0, 1) + be_bytes(total, 2) + c(0, 2) + c(0x4000, 2)
-                + c(frames.TTL, 1) + c(frames.IPPROTO_UDP, 1) + be_bytes(ip_csum, 2)
-                + c(ip, 4) + be_bytes(dst.ip, 4)
-                + c(p.port, 2) + be_bytes(dst.port, 2) + be_bytes(udp_len, 2) + c(0, 2)
-                + be_bytes(beat.header, HEADER_BYTES))
+        head = udp_frame_head(m, src_mac=mac, src_ip=ip, src_port=p.port, dst_mac=dst.mac,
+                              dst_ip=dst.ip, dst_port=dst.port,
+                              payload_len=HEADER_BYTES + body) + be_bytes(beat.header,
+                                                                          HEADER_BYTES)
         NHEAD = HEAD + HEADER_BYTES
         assert len(head) == NHEAD
 

@@ -67,6 +67,7 @@ DRAIN = 24                         # liveness: idle this many cycles after stop
 PROGRESS = 12                      # liveness: busy cycles without a verdict or RESULT beat
 QUEUE = 8                          # messages in flight the model can track
 RQUEUE = 4                         # RESULT messages the model can hold
+WORK_MAX = (QUEUE + 1) * (1 + 3) + RQUEUE * 3   # liveness: the work measure's bound
 
 V = wire.Verdict
 
@@ -102,8 +103,7 @@ class FormalTop(Elaboratable):
     ``props``: the properties whose assertions are built (covers always are).
     """
 
-    def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS,
-                 preload=False):
+    def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS):
         unknown = set(props) - set(PROPERTIES)
         if unknown:
             raise ValueError(f"unknown properties {sorted(unknown)}")
@@ -111,7 +111,6 @@ class FormalTop(Elaboratable):
         self.params = params
         self.drain = drain
         self.progress = progress
-        self.preload = bool(preload)
         self.in_valid = Signal()
         # Narrow free fields (zero-extended into the header), each with a
         # ``*_hi`` bit that sets every upper bit of the header field.
@@ -149,14 +148,9 @@ class FormalTop(Elaboratable):
             orig_init(mem, *args, **kwargs)
             created.append(mem)
         memory_mod.Memory.__init__ = recording_init
-        # With preload, the job table holds JOBS from reset (JobTable's
-        # init): no setup writes, messages enter once the slot words are clear.
-        from netagg.hdl import core as core_mod
-        orig_table = core_mod.JobTable         # (or a mutation's wrapper of it)
-        if self.preload:
-            core_mod.JobTable = lambda params: orig_table(params, init=JOBS)
         # The multicast back-end, for its descriptor input (``results``).
-        orig_mcast = core_mod.Multicast
+        from netagg.hdl import core as core_mod
+        orig_mcast = core_mod.Multicast         # (or a mutation's wrapper of it)
         mcasts = []
 
         def recording_mcast(*args, **kwargs):
@@ -167,7 +161,6 @@ class FormalTop(Elaboratable):
             m.submodules.core = Fragment.get(core, platform)
         finally:
             memory_mod.Memory.__init__ = orig_init
-            core_mod.JobTable = orig_table
             core_mod.Multicast = orig_mcast
         if len(mcasts) != 1:
             raise RuntimeError(f"expected one Multicast, found {len(mcasts)}")
@@ -183,7 +176,7 @@ class FormalTop(Elaboratable):
                 m.d.comb += Assert(cond, prop, src_loc_at=1)
 
         # ---------------- setup: job table writes ----------------
-        writes = [] if self.preload else setup_writes()
+        writes = setup_writes()
         step = Signal(range(len(writes) + 1))
         setup_done = Signal()
         m.d.comb += setup_done.eq(step == len(writes))
@@ -507,6 +500,34 @@ class FormalTop(Elaboratable):
         with m.If(stopped & core.idle & ~pv):
             m.d.sync += idle_seen.eq(1)
         check("liveness", ~(since == self.drain + 1) | idle_seen)
+        # The drain bound at every stop within the depth: a work measure
+        # (each message presented or in flight counts 1 + W_max, each RESULT
+        # copy still to leave 1) never grows once stopped and, while the core
+        # is busy, falls at least every PROGRESS cycles; it is at most
+        # WORK_MAX, and the core is idle when it is 0 (above), so after a
+        # stop the core is idle within PROGRESS * (WORK_MAX + 1) cycles.
+        copies = []
+        for k, e in enumerate(rq):
+            live = (k - rr[:rb])[:rb] < rpending
+            n_copies = Mux(e["mc"], e["last"] + 1, 1) - Mux(k == rr[:rb], dest, 0)
+            copies.append(Mux(live, n_copies, 0))
+        work = Signal(range(WORK_MAX + 1 + 8))
+        m.d.comb += work.eq((outstanding + pv) * (1 + p.workers) + sum(copies))
+        check("liveness", work <= WORK_MAX)
+        work_r = Signal.like(work)
+        m.d.sync += work_r.eq(work)
+        stopped_r = Signal()
+        m.d.sync += stopped_r.eq(stopped)
+        check("liveness", ~stopped_r | (work <= work_r))
+        flat = Signal(range(self.progress + 1))
+        with m.If(~stopped | core.idle | (work < work_r)):
+            m.d.sync += flat.eq(0)
+        with m.Elif(flat != self.progress):
+            m.d.sync += flat.eq(flat + 1)
+        check("liveness", flat != self.progress)
+        work_at_stop = Signal.like(work)
+        with m.If(self.stop & setup_done & ~stopped):
+            m.d.sync += work_at_stop.eq(work)
 
         # ---------------- covers ----------------
         self.covers = {}
@@ -529,4 +550,5 @@ class FormalTop(Elaboratable):
               & (sabs == 1))
         cover("counter_read", known_r & (sel_r != 0) & (core.ctrl_rdata == sel_r))
         cover("drained", stopped & idle_seen & (shadow["tx"] != 0))
+        cover("drained_from_busy", stopped & core.idle & (work_at_stop >= 1 + p.workers + 1))
         return m

@@ -15,8 +15,8 @@ lost_verdict       the verdict of a duplicate is not emitted   verdicts
 counter_swap       drop_mismatch and drop_duplicate counted    verdicts
                    at each other's address
 short_multicast    a completed round goes to workers 0..W-2    results
-repeat_destination a three-worker round's last RESULT goes to   results
-                   worker 1 again, not to worker 2             (preloaded)
+repeat_destination a three-worker round's last RESULT goes to   fanout
+                   worker 1 again, not to worker 2             (multicast)
 stuck_egress       the egress never presents again after it    liveness
                    was once held back
 =================  ==========================================  ============
@@ -37,7 +37,7 @@ MUTATIONS = {
     "lost_verdict": "verdicts",
     "counter_swap": "verdicts",
     "short_multicast": "results",
-    "repeat_destination": "results",
+    "repeat_destination": "fanout",
     "stuck_egress": "liveness",
 }
 

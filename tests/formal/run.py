@@ -154,14 +154,12 @@ def main(argv=None):
                     help="yosys commands after prep (memories as registers: much faster)")
     ap.add_argument("--unit", default="core", choices=("core", "multicast"),
                     help="the whole core (harness.py) or the multicast back-end alone")
-    ap.add_argument("--preload", action="store_true",
-                    help="the job table holds the jobs from reset (no setup writes)")
     args = ap.parse_args(argv)
     props = [p for p in args.props.split(",") if p]
     name = args.name or (f"{args.mode}-{args.unit}-{'-'.join(props)}-{args.mutation or 'orig'}-"
-                         f"{args.depth}{'-preload' if args.preload else ''}")
+                         f"{args.depth}")
     out = run(name, props=props, mode=args.mode, depth=args.depth, mutation=args.mutation,
-              extra=args.extra, preload=args.preload, unit=args.unit)
+              extra=args.extra, unit=args.unit)
     print(out.log[-3000:])
     print(f"{name}: {out.status} in {out.seconds:.1f} s")
     if args.mode == "cover":
