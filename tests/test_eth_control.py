@@ -603,12 +603,7 @@ def test_board_clock_domains_against_model():
     8 ns and 8.3 ns, transmit on 8 ns, the core on 20 ns: 50 MHz) in
     amaranth.sim with the control plane: control replies, RESULTs and every
     counter as the model's."""
-    from amaranth.hdl import ClockDomain, Module
-    from amaranth.sim import Simulator
-    from eth_tb import GmiiMonitor, gmii_send
-
-    from netagg.hdl.eth.switch import EthernetSwitch
-    from netagg.sim.drive import load_jobs
+    from eth_tb import run_switch
 
     rng = random.Random(SEED + 11)
     jobs = JobTable.from_dict(ONLY_JOB0, PARAMS)
@@ -619,45 +614,9 @@ def test_board_clock_domains_against_model():
     w0 += [fr.with_fcs(request(writes, seq=3))] + port_traffic(rng, 1, 6, SEED + 1)
     w0.append(fr.with_fcs(request(final_read(), seq=4)))
     wires = [w0, port1_traffic(rng)]
-    dut = EthernetSwitch(PARAMS, ports=2, rx_domains=["rx0", "rx1"], tx_domain="tx",
-                         ctrl_key=KEY)
-    top = Module()
-    top.submodules.dut = dut
-    for name in ("rx0", "rx1", "tx"):
-        top.domains += ClockDomain(name)
-    mons = [GmiiMonitor(dut.tx[p], "tx") for p in range(2)]
-    state = {"sent": 0}
-
-    def sender(port):
-        async def bench(ctx):
-            for _ in range(PARAMS.slots + 40):
-                await ctx.tick()
-            for w in wires[port]:
-                await gmii_send(ctx, dut.rx[port], w, domain=f"rx{port}")
-            state["sent"] += 1
-        return bench
-
-    async def control(ctx):
-        await load_jobs(ctx, dut, jobs)
-        cycles, quiet = 0, 0
-        while state["sent"] < 2 or quiet < 1500:
-            await ctx.tick()
-            cycles += 1
-            assert cycles < 200_000, "the switch did not finish"
-            busy = ctx.get(dut.tx[0].en) or ctx.get(dut.tx[1].en) or not ctx.get(dut.idle)
-            quiet = 0 if busy else quiet + 1
-
-    sim = Simulator(top)
-    sim.add_clock(20e-9)
-    for name, period in (("rx0", 8e-9), ("rx1", 8.3e-9), ("tx", 8e-9)):
-        sim.add_clock(period, domain=name)
-    sim.add_testbench(control)
-    for p in range(2):
-        sim.add_testbench(sender(p))
-        sim.add_process(mons[p].run)
-    sim.run()
-    assert not any(m.errors for m in mons)
-    out = {p: mons[p].payloads() for p in range(2)}
+    out, _, _ = run_switch(PARAMS, jobs, wires, max_cycles=200_000, quiet=1500,
+                           clocks={"sync": 20e-9, "rx0": 8e-9, "rx1": 8.3e-9, "tx": 8e-9},
+                           ctrl_key=KEY)
     model, fe = model_run(jobs, wires)
     assert by_kind(out) == by_kind(model)
     ctrl0 = by_kind(model)[0][0]

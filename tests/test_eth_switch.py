@@ -17,17 +17,12 @@ import os
 import random
 from collections import defaultdict
 
-from amaranth.hdl import ClockDomain, Module
-from amaranth.sim import Simulator
-from eth_tb import GmiiMonitor, gmii_send
+import eth_tb
 
 from netagg import frames as fr
-from netagg import regmap
 from netagg.frames import Endpoint, build_frame
-from netagg.hdl.eth.switch import EthernetSwitch
 from netagg.jobs import JobTable
 from netagg.params import Params
-from netagg.sim.drive import load_jobs
 from netagg.sim.eth_model import FrontEnd
 from netagg.sim.traffic import random_traffic
 from netagg.wire import Header
@@ -94,62 +89,8 @@ def split(frames_by_port):
 
 
 def run_switch(wires_by_port, *, max_cycles=400_000, clocks=None):
-    """Run the switch; ``clocks`` ({domain: period}) puts the receive MACs
-    in ``rx0``, ``rx1`` and the transmit MACs in ``tx``."""
-    if clocks:
-        dut = EthernetSwitch(PARAMS, ports=2, rx_domains=["rx0", "rx1"], tx_domain="tx")
-        top = Module()
-        top.submodules.dut = dut
-        for name in ("rx0", "rx1", "tx"):
-            top.domains += ClockDomain(name)
-        rxd, txd = ["rx0", "rx1"], "tx"
-    else:
-        dut = top = EthernetSwitch(PARAMS, ports=2)
-        rxd, txd = ["sync", "sync"], "sync"
-    jobs = JobTable.from_dict(JOBS, PARAMS)
-    mons = [GmiiMonitor(dut.tx[p], txd) for p in range(2)]
-    counters = {}
-    state = {"sent": 0}
-
-    def sender(port):
-        async def bench(ctx):
-            for _ in range(PARAMS.slots + 40):
-                await ctx.tick()
-            for w in wires_by_port[port]:
-                await gmii_send(ctx, dut.rx[port], w, domain=rxd[port])
-            state["sent"] += 1
-        return bench
-
-    async def control(ctx):
-        await load_jobs(ctx, dut, jobs)
-        cycles, quiet = 0, 0
-        while state["sent"] < 2 or quiet < 3000:
-            await ctx.tick()
-            cycles += 1
-            assert cycles < max_cycles, "the switch did not finish"
-            busy = ctx.get(dut.tx[0].en) or ctx.get(dut.tx[1].en) or not ctx.get(dut.idle)
-            quiet = 0 if busy else quiet + 1
-        names = [(n, regmap.counter_addr(n)) for n in regmap.CORE_COUNTERS]
-        names += [(regmap.eth_counter_name(p, n), regmap.eth_counter_addr(p, n))
-                  for p in range(2) for n in regmap.ETH_COUNTERS]
-        for name, addr in names:
-            ctx.set(dut.ctrl_addr, addr)
-            await ctx.tick()
-            counters[name] = ctx.get(dut.ctrl_rdata)
-
-    sim = Simulator(top)
-    sim.add_clock((clocks or {}).get("sync", 8e-9))
-    for name, period in (clocks or {}).items():
-        if name != "sync":
-            sim.add_clock(period, domain=name)
-    sim.add_testbench(control)
-    for p in range(2):
-        sim.add_testbench(sender(p))
-        sim.add_process(mons[p].run)
-    sim.run()
-    for mon in mons:
-        assert not mon.errors
-    return {p: mons[p].payloads() for p in range(2)}, counters, mons
+    return eth_tb.run_switch(PARAMS, JobTable.from_dict(JOBS, PARAMS), wires_by_port,
+                             max_cycles=max_cycles, clocks=clocks)
 
 
 def test_two_ports_against_model():
