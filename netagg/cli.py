@@ -311,21 +311,14 @@ def cmd_model(args, params) -> int:
 
 def _model_ethernet(args, params, jobs, records) -> int:
     from netagg import pcap
-    from netagg.sim.eth_model import run_frontend_model
+    from netagg.sim.eth_model import run_frontend_model, summary
     key, port = _ctrl_args(args, params)
     out, stats = run_frontend_model(params, jobs, records, ctrl_key=key, ctrl_port=port)
     pcap.write(args.out_path, [pcap.Record(frame, records[seq].ts_ns)
                                for seq, _port, frame in out])
     if args.stats_path:
         _write_stats(args.stats_path, stats)
-    drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
-    eth_drops = sum(v for k, v in stats.items() if k.startswith("eth") and "_drop_" in k)
-    replies = sum(v for k, v in stats.items() if k.endswith(("_arp_replies", "_icmp_replies")))
-    print(f"netagg model (ethernet): {len(records)} frames in ({eth_drops} dropped by the "
-          f"MAC, {stats['ignored']} ignored, {replies} ARP/ICMP replies), "
-          f"{stats['rx']} messages, {stats['results']} rounds completed, "
-          f"{stats['tx']} RESULT frames out, {stats['retransmit']} retransmitted, "
-          f"{drops} dropped")
+    print(f"netagg model (ethernet): {summary(stats, len(records))}")
     return 0
 
 

@@ -32,6 +32,7 @@ from netagg.ctrlproto import CTRL_COUNTERS, DEFAULT_CTRL_PORT
 from netagg.jobs import JobTable
 from netagg.params import Params
 from netagg.sim import harness
+from netagg.sim.eth_model import summary
 from netagg.sim.harness import SIMULATORS, SimError
 from netagg.wire import COUNTERS
 
@@ -166,12 +167,6 @@ def run_sim(params: Params, jobs: JobTable, in_path, out_path, stats_path=None,
         with open(stats_path, "w", encoding="utf-8") as f:
             json.dump(stats, f, indent=1)
             f.write("\n")
-    drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
-    eth_drops = sum(v for k, v in stats.items() if k.startswith("eth") and "_drop_" in k)
-    replies = sum(v for k, v in stats.items() if k.endswith(("_arp_replies", "_icmp_replies")))
-    print(f"netagg sim ({simulator}, ethernet): {len(records)} frames in ({eth_drops} dropped "
-          f"by the MAC, {stats['ignored']} ignored, {replies} ARP/ICMP replies), "
-          f"{stats['rx']} messages, {stats['results']} rounds completed, "
-          f"{stats['tx']} RESULT frames out, {stats['retransmit']} retransmitted, "
-          f"{drops} dropped, {stats['cycles']} cycles")
+    print(f"netagg sim ({simulator}, ethernet): {summary(stats, len(records))}, "
+          f"{stats['cycles']} cycles")
     return stats

@@ -243,6 +243,18 @@ class FrontEnd:
         return stats
 
 
+def summary(stats: dict, frames_in: int) -> str:
+    """The one-line summary of an Ethernet front-end run (``netagg model`` and
+    ``netagg sim --frontend ethernet``) from its STATS.json counters."""
+    drops = sum(v for k, v in stats.items() if k.startswith("drop_"))
+    eth_drops = sum(v for k, v in stats.items() if k.startswith("eth") and "_drop_" in k)
+    replies = sum(v for k, v in stats.items() if k.endswith(("_arp_replies", "_icmp_replies")))
+    return (f"{frames_in} frames in ({eth_drops} dropped by the MAC, {stats['ignored']} "
+            f"ignored, {replies} ARP/ICMP replies), {stats['rx']} messages, "
+            f"{stats['results']} rounds completed, {stats['tx']} RESULT frames out, "
+            f"{stats['retransmit']} retransmitted, {drops} dropped")
+
+
 def wire_frame(frame: bytes) -> bytes:
     """An IN.pcap frame as ``netagg sim --frontend ethernet`` sends it: padded
     with zeros to 60 bytes, FCS appended."""
