@@ -28,6 +28,7 @@ and its load; the JSON records the load average.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -393,17 +394,26 @@ def bench_serve_saturated(Ws=(2, 4, 8), messages: int = 160000, K: int = 64,
     return rows
 
 
+@contextlib.contextmanager
+def _reflector():
+    """The C reflector (the ideal switch) on the peer CPUs; yields its port."""
+    proc = subprocess.Popen([_c_program("reflector", REFLECTOR_C)], stdout=subprocess.PIPE,
+                            text=True, preexec_fn=_preexec("peer"))
+    try:
+        yield int(proc.stdout.readline())
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def bench_worker_alone(chunks: int = 100000, K: int = 64, slots: int = 128) -> dict:
     """One rank against an ideal switch (a C reflector answering each batch
     of CONTRIBs with one sendmmsg): the worker library's own rate. Skipped
     without a C compiler."""
     from netagg.host import Worker
-    exe = _c_program("reflector", REFLECTOR_C)
-    if exe is None:
+    if _c_program("reflector", REFLECTOR_C) is None:
         return {"skipped": "no C compiler"}
-    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True, preexec_fn=_preexec("peer"))
-    try:
-        port = int(proc.stdout.readline())
+    with _reflector() as port:
         x = np.ones(chunks * K, np.float32)
         with Worker(("127.0.0.1", port), 0, 0, 1, slots, K, timeout=0.5) as w:
             w.allreduce(x[:K * 1000])
@@ -415,9 +425,6 @@ def bench_worker_alone(chunks: int = 100000, K: int = 64, slots: int = 128) -> d
             cpu = time.process_time() - c0
             st = w.last_status.to_dict()
         assert np.array_equal(y, x)
-    finally:
-        proc.kill()
-        proc.wait()
     return {"chunks": chunks, "K": K, "slots": slots, "rank_msgs_per_s": round(chunks / dt),
             "rank_cpu_us_per_msg": round(cpu / chunks * 1e6, 2),
             "rank_cpu_share": round(cpu / dt, 3), "status": st, "load_average": load}
@@ -431,12 +438,9 @@ def bench_ceiling(n: int = 100000, K: int = 64, window: int = 128) -> dict:
     and one ``sendto`` per datagram, fed by the C load generator (W = 1,
     ``window`` in flight): the most serve can do with no work per message."""
     out = {}
-    exe = _c_program("reflector", REFLECTOR_C)
-    if exe is None:
+    if _c_program("reflector", REFLECTOR_C) is None:
         return {"skipped": "no C compiler"}
-    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True, preexec_fn=_preexec("peer"))
-    try:
-        port = int(proc.stdout.readline())
+    with _reflector() as port:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         s.connect(("127.0.0.1", port))
@@ -457,9 +461,6 @@ def bench_ceiling(n: int = 100000, K: int = 64, window: int = 128) -> dict:
         out["python_client_vs_reflector"] = {
             "msgs_per_s": round(n / dt), "cpu_us_per_msg": round(cpu / n * 1e6, 2),
             "load_average": load}
-    finally:
-        proc.kill()
-        proc.wait()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
