@@ -511,7 +511,7 @@ class FormalTop(Elaboratable):
             live = (k - rr[:rb])[:rb] < rpending
             n_copies = Mux(e["mc"], e["last"] + 1, 1) - Mux(k == rr[:rb], dest, 0)
             copies.append(Mux(live, n_copies, 0))
-        work = Signal(range(WORK_MAX + 1 + 8))
+        work = Signal(16)             # (wide: an excess is asserted, never wrapped)
         m.d.comb += work.eq((outstanding + pv) * (1 + p.workers) + sum(copies))
         check("liveness", work <= WORK_MAX)
         work_r = Signal.like(work)
