@@ -308,13 +308,13 @@ class FPAdd(CheckedComponent):
             "near": sub & (d[1:] == 0),
             "y_far": y_far ^ _rep(sub, p + 4),
             "t_near": t_near, "u_near": t_near | limit,
-            "exm1": (ex - 1)[:E], "exm2": (ex - 2)[:E],
+            "exm1": (ex - 1)[:E],
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
 
         # -- step 2: far addition; near leading zeros ----------------------
         mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
-        keep = ("ex", "exm1", "exm2", "e_top", "e_top1", "sub", "near", "sign",
+        keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
                 "nan", "inf", "inf_sign", "t_near")
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
@@ -324,29 +324,28 @@ class FPAdd(CheckedComponent):
         })
 
         # -- step 3: normalise both paths, select ---------------------------
-        # Both paths give (mant, guard, sticky, em1): mant has the hidden
-        # bit on top, em1 = biased exponent - 1, so that the field is
-        # em1 + mant's top bit (a subnormal result has mant's top bit 0 and
-        # em1 = 0).
+        # Both paths give (mant, guard, sticky, em1, hid): mant has the
+        # hidden bit on top, em1 = biased exponent - 1 of the path's
+        # unnormalised sum, and the exponent field is em1 + hid, hid in
+        # {0, 1, 2} (added by the rounding step): near path mant's top bit
+        # (0 for a subnormal result, whose em1 is 0); far path 2 (carry
+        # out), 1 (top bit set) or 0 (an effective subtraction lost the top
+        # bit, or two subnormals added without reaching the normal range).
         s, near, sub = v["s_far"], v["near"], v["sub"]
         carry, top = s[p + 3], s[p + 2]
         f_mant = Signal(p, name="f_mant")
         f_guard = Signal(name="f_guard")
         f_sticky = Signal(name="f_sticky")
-        f_em1 = Signal(E, name="f_em1")
         with m.If(carry):
-            m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0),
-                         f_em1.eq(v["ex"])]
+            m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0)]
         with m.Elif(top | ~sub):
-            m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0),
-                         f_em1.eq(v["exm1"])]
+            m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
         with m.Else():
-            m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0]),
-                         f_em1.eq(v["exm2"])]
+            m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
         n_shifted = (v["t_near"] << v["sh"])[:p + 1]
         n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
         # overflow, far path only (the near path's result is below x): the
-        # field em1 + 1 + c (c: rounding carries out of the fraction) is
+        # field em1 + hid + c (c: rounding carries out of the fraction) is
         # >= exp_max for sure, or exactly exp_max when c, which the rounding
         # step then produces as the infinity itself
         special = v["nan"] | v["inf"]
@@ -356,7 +355,8 @@ class FPAdd(CheckedComponent):
             "mant": Mux(near, n_shifted[1:], f_mant),
             "guard": Mux(near, n_shifted[0], f_guard),
             "sticky": ~near & f_sticky,
-            "em1": Mux(near, n_em1, f_em1),
+            "em1": Mux(near, n_em1, v["exm1"]),
+            "hid": Mux(near, n_shifted[p], Cat(top & ~carry, carry)),
             "sign": Mux(v["nan"], 0, Mux(v["inf"], v["inf_sign"],
                                          v["sign"] & ~(near & v["zero"]))),
             "force": special | ovf_now, "nan": v["nan"],
@@ -367,7 +367,7 @@ class FPAdd(CheckedComponent):
         mant = v["mant"]
         inc = v["guard"] & (v["sticky"] | mant[0])
         c = inc & (mant[:F] == (1 << F) - 1)
-        packed = (Cat(mant[:F], v["em1"]) + Cat(Const(0, F), mant[F]) + inc)[:E + F]
+        packed = (Cat(mant[:F], v["em1"]) + Cat(Const(0, F), v["hid"]) + inc)[:E + F]
         v = pipe.cut(4, {
             "packed": packed, "ovf": v["ovf_now"] | (v["ovf_c"] & c),
             **{k: v[k] for k in ("sign", "force", "nan")},
