@@ -363,21 +363,24 @@ class FPAdd(CheckedComponent):
             "ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c,
         })
 
-        # -- step 4: round to nearest even -----------------------------------
-        mant = v["mant"]
-        inc = v["guard"] & (v["sticky"] | mant[0])
+        # -- step 4: round to nearest even, specials ------------------------
+        # The forced results (NaN, infinity, certain overflow) replace the
+        # rounding adder's operand (all-ones exponent, NaN or zero
+        # fraction, nothing added), so that the adder's sum is the output.
+        mant, force = v["mant"], v["force"]
+        inc = ~force & v["guard"] & (v["sticky"] | mant[0])
         c = inc & (mant[:F] == (1 << F) - 1)
-        packed = (Cat(mant[:F], v["em1"]) + Cat(Const(0, F), v["hid"]) + inc)[:E + F]
+        nan_frac = fmt.qnan & ((1 << F) - 1)
+        frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
+        packed = (Cat(frac, v["em1"] | _rep(force, E))
+                  + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
         v = pipe.cut(4, {
-            "packed": packed, "ovf": v["ovf_now"] | (v["ovf_c"] & c),
-            **{k: v[k] for k in ("sign", "force", "nan")},
+            "r": Cat(packed, v["sign"]), "ovf": v["ovf_now"] | (v["ovf_c"] & c),
+            "nan": v["nan"],
         })
 
-        # -- step 5: specials forced onto the rounded bits ---------------------
-        packed, force = v["packed"], v["force"]
-        frac = Mux(force, Mux(v["nan"], fmt.qnan & ((1 << F) - 1), 0), packed[:F])
-        res = Cat(frac, packed[F:] | _rep(force, E), v["sign"])
-        v = pipe.cut(5, {"r": res, "nan": v["nan"], "ovf": v["ovf"]})
+        # -- step 5: output register (deepest pipelines only) ---------------
+        v = pipe.cut(5, v)
 
         m.d.comb += [
             self.r.eq(v["r"]),
