@@ -307,7 +307,7 @@ class FPAdd(CheckedComponent):
             "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
             "near": sub & (d[1:] == 0),
             "y_far": y_far ^ _rep(sub, p + 4),
-            "t_near": t_near, "u_near": t_near | limit,
+            "t_raw": t_raw, "flip": flip, "u_near": t_near | limit,
             "exm1": (ex - 1)[:E],
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
@@ -315,12 +315,13 @@ class FPAdd(CheckedComponent):
         # -- step 2: far addition; near leading zeros ----------------------
         mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
         keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
-                "nan", "inf", "inf_sign", "t_near")
+                "nan", "inf", "inf_sign", "t_raw", "flip")
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
             "s_far": (mx3 + v["y_far"] + v["sub"])[:p + 4],
             "sh": _lzc_pad(v["u_near"]),
-            "zero": v["t_near"] == 0,      # exact cancellation (near path)
+            # exact cancellation (near path; a flipped difference is > 0)
+            "zero": ~v["flip"] & (v["t_raw"] == 0),
         })
 
         # -- step 3: normalise both paths, select ---------------------------
@@ -342,7 +343,7 @@ class FPAdd(CheckedComponent):
             m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
         with m.Else():
             m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
-        n_shifted = (v["t_near"] << v["sh"])[:p + 1]
+        n_shifted = ((v["t_raw"] ^ _rep(v["flip"], p + 1)) << v["sh"])[:p + 1]
         n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
         # overflow, far path only (the near path's result is below x): the
         # field em1 + hid + c (c: rounding carries out of the fraction) is
