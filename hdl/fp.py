@@ -287,8 +287,10 @@ class FPAdd(CheckedComponent):
         below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
         sticky = (my3 & below) != 0
         # far subtrahend complemented here (p+4 bits): the addition after
-        # the cut adds it as it comes, with carry-in ``sub``
-        y_far = Cat(my_al | sticky, Const(0, 1))
+        # the cut adds it as it comes, with carry-in ``sub & ~sticky`` (the
+        # sticky bit, below the last bit, borrows one), and ORs the sticky
+        # bit into the result's last bit
+        y_far = Cat(my_al, Const(0, 1))
         # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
         # or 2x - 2y (d = 0); a flipped pair (d = 0, |y| > |x|) gets
         # t = x + ~y = -(y - x) - 1, whose complement ~t = y - x > 0 is
@@ -306,7 +308,7 @@ class FPAdd(CheckedComponent):
             **{k: v[k] for k in keep},
             "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
             "near": sub & (d[1:] == 0),
-            "y_far": y_far ^ _rep(sub, p + 4),
+            "y_far": y_far ^ _rep(sub, p + 4), "sticky": sticky,
             "t_raw": t_raw, "flip": flip, "u_near": t_near | limit,
             "exm1": (ex - 1)[:E],
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
@@ -318,7 +320,8 @@ class FPAdd(CheckedComponent):
                 "nan", "inf", "inf_sign", "t_raw", "flip")
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
-            "s_far": (mx3 + v["y_far"] + v["sub"])[:p + 4],
+            "s_far": (mx3 + v["y_far"] + (v["sub"] & ~v["sticky"]))[:p + 4],
+            "f_st": v["sticky"],
             "sh": _lzc_pad(v["u_near"]),
             # exact cancellation (near path; a flipped difference is > 0)
             "zero": ~v["flip"] & (v["t_raw"] == 0),
@@ -332,7 +335,8 @@ class FPAdd(CheckedComponent):
         # (0 for a subnormal result, whose em1 is 0); far path 2 (carry
         # out), 1 (top bit set) or 0 (an effective subtraction lost the top
         # bit, or two subnormals added without reaching the normal range).
-        s, near, sub = v["s_far"], v["near"], v["sub"]
+        near, sub = v["near"], v["sub"]
+        s = Cat(v["s_far"][0] | v["f_st"], v["s_far"][1:])
         carry, top = s[p + 3], s[p + 2]
         f_mant = Signal(p, name="f_mant")
         f_guard = Signal(name="f_guard")
