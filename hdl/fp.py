@@ -188,11 +188,17 @@ class FPAdd(CheckedComponent):
     with exponent difference <= 1: exact subtraction, leading-zero count,
     normalising left shift) and far path (alignment shift with sticky bit,
     addition, at most one bit of normalisation), giving significand, guard
-    and sticky bits; then a separate rounding and packing step. The
-    operands are ordered by exponent only; the magnitude order, which the
-    near path needs when the exponents are equal, is computed in parallel
-    and applied after the first cut (the near difference is complemented),
-    so that no wide compare drives the swap multiplexers.
+    and sticky bits; then one rounding addition, which also forms the
+    exponent field (exponent - 1 plus the hidden bit) and gives the forced
+    results (NaN, infinity) as they are, so that nothing follows it. The
+    operands are ordered by raw exponent only (the borrow of the exponent
+    subtraction drives the swap; a subnormal y beside a normal x has its
+    significand doubled so that the raw difference aligns it); the
+    magnitude order, which the near path needs when the exponents are
+    equal, is computed in parallel and applied after the first cut (the
+    near difference is complemented), so that no wide compare drives the
+    swap multiplexers. Overflow is predicted from the exponent and the far
+    sum's top bits before rounding.
 
     Timing: ``stages`` pipeline registers (0 to 6; 0 is combinational).
     Throughput one operation per cycle (initiation interval 1); the result of
