@@ -30,7 +30,7 @@ if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and
 # Depths in clock cycles from reset; the job table takes SETUP cycles, the
 # slot words' clear S = 2 of them, so a message can reach the core at
 # cycle SETUP + 1 and its verdict about 6 cycles later.
-CI_DEPTH = {"once": 30, "isolation": 20, "verdicts": 20, "results": 24, "liveness": 22}
+CI_DEPTH = {"once": 30, "isolation": 20, "verdicts": 20, "results": 22, "liveness": 22}
 FULL_DEPTH = {"once": 36, "isolation": 25, "verdicts": 25, "results": 26, "liveness": 26}
 COVER_DEPTH = 34
 # The multicast back-end alone (tests/formal/multicast_harness.py): every

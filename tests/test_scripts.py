@@ -432,3 +432,30 @@ def test_bench_core_counts_what_the_model_counts(tmp_path, capsys):
         assert got["latency_cycles_min"] <= got["latency_cycles_max"]
     printed = capsys.readouterr().out
     assert all(name in printed for name in report["patterns"])
+
+
+def test_saturation_pcap_writes_the_bench_patterns(tmp_path):
+    """scripts/saturation_pcap.py: each pattern's pcap carries exactly
+    saturation_patterns' messages, in order, from each worker's own address
+    to the switch, and jobs.json loads as job 0 over the window."""
+    from netagg import frames, pcap
+    from netagg.jobs import JobTable
+    from netagg.params import Params
+    from netagg.sim.traffic import saturation_patterns
+    from netagg.wire import Header
+
+    script = _load("saturation_pcap")
+    argv = ["--outdir", str(tmp_path), "--workers", "3", "--window", "2", "--rounds", "2",
+            "--count", "5", "--lanes", "2", "--elements", "8", "--slots", "4"]
+    assert script.main(argv) == 0
+    params = Params(lanes=2, elements=8, slots=4, workers=8)
+    jobs = JobTable.from_dict(json.loads((tmp_path / "jobs.json").read_text()), params)
+    assert [(j.id, j.workers, j.slot_base, j.slots) for j in jobs if j.enabled] == [(0, 3, 0, 2)]
+    for name, msgs in saturation_patterns(params, 3, 2, 2, count=5).items():
+        recs = pcap.parse((tmp_path / f"{name}.pcap").read_bytes())
+        dgrams = [frames.parse(r.data, params.port) for r in recs]
+        assert [d.payload for d in dgrams] == msgs
+        for d in dgrams:
+            w = Header.unpack(d.payload).worker
+            assert d.src == script.worker_endpoint(w, params.port)
+            assert d.dst.ip == params.switch_ip_bytes
