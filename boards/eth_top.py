@@ -119,12 +119,15 @@ class EthernetTop(Elaboratable):
             cd = ClockDomain(f"eth{p}_rx")
             m.domains += cd
             m.submodules[f"rst_rx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_rx")
-            # On the domain's clock net: the buffer's output net is renamed
-            # by synthesis.
-            platform.add_clock_constraint(cd.clk, ETH_MHZ * 1e6)
 
         eth0 = platform.request("eth_rgmii", 0, dir="-")
         eth1 = platform.request("eth_rgmii_data", 1, dir="-")
+        for pins in (eth0, eth1):
+            # On the RXC pad (FREQUENCY PORT): nextpnr carries it through the
+            # input buffer to the clock net, whatever synthesis names that
+            # net (a FREQUENCY NET on the domain's signal did not match it
+            # and left the receive clocks at nextpnr's 12 MHz default).
+            platform.add_clock_constraint(pins.rx_clk.io, ETH_MHZ * 1e6)
         m.submodules.phy_rst = phy_rst = io.Buffer("o", eth0.rst)
         m.submodules.mdc = mdc = io.Buffer("o", eth0.mdc)
         m.d.comb += [phy_rst.o.eq(~phy_released), mdc.o.eq(0)]

@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "no control plane, jobs from --jobs-config)")
     p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
                    help="UDP port of the control plane (default 42663)")
+    p.add_argument("--require-timing", action="store_true",
+                   help="exit 1 if any clock domain misses its constraint (default: "
+                        "reported as met: no, exit 0)")
 
     p = sub.add_parser("uart", parents=[params], allow_abbrev=False,
                        help="run a pcap through a board's UART bridge",
@@ -203,11 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def params_from_args(args: argparse.Namespace) -> Params:
-    """The Params the options name (unset options take Params' defaults)."""
+def params_from_args(args: argparse.Namespace, defaults: dict | None = None) -> Params:
+    """The Params the options name (unset options take ``defaults``, else
+    Params' defaults)."""
     given = {dest: getattr(args, f"p_{dest}") for _, dest, *_ in _PARAM_OPTIONS
              if getattr(args, f"p_{dest}") is not None}
-    return Params(**given)
+    return Params(**{**(defaults or {}), **given})
 
 
 def _backend(module: str, function: str, command: str):
@@ -353,6 +357,9 @@ def _board(name: str):
 
 def cmd_build(args, params) -> int:
     build = _backend("netagg.boards.build", "build", "build")
+    defaults = _board(args.board).default_params()
+    if defaults:                  # the board's own defaults where no option is given
+        params = params_from_args(args, defaults)
     outdir = args.outdir or os.path.join("build", args.board)
     key, port = _ctrl_args(args, params, frontend=False)
     kw = {}
@@ -375,6 +382,13 @@ def cmd_build(args, params) -> int:
                 f.write("\n")
         except OSError as e:
             raise CliError(f"cannot write {args.json_path}: {e.strerror or e}") from None
+    if args.require_timing:
+        missed = [f"{name} {c['fmax_mhz']:.2f} MHz < {c['constraint_mhz']:.2f} MHz"
+                  for name, c in report.get("clocks", {}).items() if not c["met"]]
+        if missed:
+            raise CliError("timing not met: " + ", ".join(missed))
+        if not report.get("clocks"):
+            raise CliError("timing not checked: the report lists no clock")
     return 0
 
 

@@ -38,12 +38,13 @@ def test_pins_and_clocks(plan):
     lpf = plan.files["t.lpf"]
     for site in ("P5", "M1", "M16", "M2", "M12", "P6", "P11"):       # rst, rx/tx clocks, clk, led
         assert f'SITE "{site}"' in lpf
-    # The receive clocks on their domains' nets; nextpnr derives the PLL's.
-    nets = dict((n, float(f)) for n, f in re.findall(r'FREQUENCY NET "(\S+)" ([0-9.e+]+) HZ',
-                                                     lpf))
-    assert sorted(n.rsplit(".", 1)[-1] for n in nets) == ["eth0_rx_clk", "eth1_rx_clk"]
-    assert set(nets.values()) == {125e6}
-    assert 'FREQUENCY PORT "clk25_0__io" 25000000.0 HZ' in lpf
+    # The receive clocks on their RXC pads (a FREQUENCY NET on the domain's
+    # signal does not reach nextpnr's clock net); nextpnr derives the PLL's.
+    ports = dict((n, float(f)) for n, f in re.findall(r'FREQUENCY PORT "(\S+)" ([0-9.e+]+) HZ',
+                                                      lpf))
+    assert ports == {"clk25_0__io": 25e6, "eth_rgmii_0__rx_clk__io": 125e6,
+                     "eth_rgmii_data_1__rx_clk__io": 125e6}
+    assert "FREQUENCY NET" not in lpf
     assert [d["domain"] for d in domains_report()] == ["sync", "eth_tx", "eth0_rx", "eth1_rx"]
 
 
@@ -55,3 +56,55 @@ def test_board_names():
         registry.get("colorlight-5a75b-selftest").make_top(PARAMS, jobs=object())
     with pytest.raises(ValueError):
         EthernetTop(PARAMS, core_mhz=48)
+
+
+def _fake_build(monkeypatch, clocks):
+    """``netagg.boards.build`` replaced by a build returning ``clocks``;
+    returns the list of the Params it was called with."""
+    import sys
+    import types
+    calls = []
+
+    def build(params, board, outdir, fp_stages=None, ooc=False, **kw):
+        calls.append(params)
+        return {"board": board, "clocks": clocks, "params": params.to_dict()}
+    mod = types.ModuleType("netagg.boards.build")
+    mod.build = build
+    monkeypatch.setitem(sys.modules, "netagg.boards.build", mod)
+    return calls
+
+
+def test_board_default_params(monkeypatch, capsys, tmp_path):
+    # `netagg build --board colorlight-5a75b` takes the board's defaults
+    # where no option is given (the generic defaults do not fit the 25F)
+    from netagg import cli
+    calls = _fake_build(monkeypatch, {})
+    defaults = registry.get("colorlight-5a75b").default_params()
+    assert defaults and Params(**defaults) != Params()
+    out = str(tmp_path / "b")
+    assert cli.main(["build", "--board", "colorlight-5a75b", "--outdir", out]) == 0
+    assert cli.main(["build", "--board", "colorlight-5a75b", "--outdir", out,
+                     "--lanes", "2"]) == 0
+    assert cli.main(["build", "--board", "ulx3s", "--outdir", out]) == 0
+    assert calls == [Params(**defaults), Params(**{**defaults, "lanes": 2}), Params()]
+    capsys.readouterr()
+
+
+def test_require_timing(monkeypatch, capsys, tmp_path):
+    # timing is reported by default; --require-timing fails in one line
+    # naming every clock that missed its constraint
+    from netagg import cli
+    clocks = {"clk_core": {"fmax_mhz": 52.5, "constraint_mhz": 40.0, "met": True},
+              "eth0_rx_clk": {"fmax_mhz": 120.25, "constraint_mhz": 125.0, "met": False}}
+    _fake_build(monkeypatch, clocks)
+    argv = ["build", "--board", "colorlight-5a75b", "--outdir", str(tmp_path)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main(argv + ["--require-timing"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["netagg: error: timing not met: eth0_rx_clk 120.25 MHz < 125.00 MHz"]
+    clocks["eth0_rx_clk"].update(fmax_mhz=125.5, met=True)
+    assert cli.main(argv + ["--require-timing"]) == 0
+    clocks.clear()
+    assert cli.main(argv + ["--require-timing"]) == 1
+    assert "lists no clock" in capsys.readouterr().err
