@@ -2,7 +2,7 @@
 docs/boards.md): ``netagg build --board colorlight-5a75b``.
 
 Clocks: the 25 MHz oscillator feeds an ECP5 ``EHXPLLL``: 125 MHz ``eth_tx``
-(both ports' RGMII transmit clock) and the core clock ``sync`` (50 MHz by
+(both ports' RGMII transmit clock) and the core clock ``sync`` (40 MHz by
 default); each PHY's 125 MHz receive clock is its own domain ``eth0_rx``,
 ``eth1_rx``. The core domain is held in reset until the PLL locks; the PHYs
 (one shared reset pin) are held in reset for 20 ms after configuration, then
@@ -32,7 +32,9 @@ from netagg.hdl.eth.rgmii import RgmiiRx, RgmiiTx
 from netagg.hdl.eth.switch import EthernetSwitch
 from netagg.params import Params
 
-CORE_MHZ = 50
+CORE_DIV = 12
+"""The core clock is the PLL's VCO (500 MHz) divided by this: 41.67 MHz
+(docs/ethernet.md, "Board build")."""
 ETH_MHZ = 125
 
 # Port 1's data and clock pins (amaranth-boards' "eth_rgmii" 1 shares its
@@ -48,12 +50,13 @@ PORT1 = Resource("eth_rgmii_data", 1,
 
 # EHXPLLL: 25 MHz in, VCO 500 MHz, CLKOP 125 MHz (feedback), CLKOS 500 / DIV.
 PLL_VCO_MHZ = 500
+CORE_MHZ = PLL_VCO_MHZ / CORE_DIV
 
 
 def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
     """The clock domains the board top creates and their constraints."""
     return [{"domain": "sync", "what": "core, parsers, framers, counters",
-             "constraint_mhz": core_mhz},
+             "constraint_mhz": round(core_mhz, 3)},
             {"domain": "eth_tx", "what": "RGMII transmit, both ports", "constraint_mhz": ETH_MHZ},
             {"domain": "eth0_rx", "what": "RGMII receive, port 0", "constraint_mhz": ETH_MHZ},
             {"domain": "eth1_rx", "what": "RGMII receive, port 1", "constraint_mhz": ETH_MHZ}]
@@ -62,11 +65,15 @@ def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
 class EthernetTop(Elaboratable):
     """The two-port switch on the Colorlight 5A-75B (see the module docstring)."""
 
-    def __init__(self, params: Params, *, fp_stages=None, jobs=None, core_mhz: int = CORE_MHZ,
+    def __init__(self, params: Params, *, fp_stages=None, jobs=None,
+                 core_mhz: float = CORE_MHZ,
                  rx_delay: float = 2e-9, tx_delay: float = 0.0, ctrl_key: int | None = None,
                  ctrl_port: int | None = None):
-        if PLL_VCO_MHZ % core_mhz or not 1 <= PLL_VCO_MHZ // core_mhz <= 128:
-            raise ValueError(f"the core clock must divide {PLL_VCO_MHZ} MHz, not {core_mhz}")
+        div = round(PLL_VCO_MHZ / core_mhz) if core_mhz > 0 else 0
+        if not 1 <= div <= 128 or abs(PLL_VCO_MHZ / div - core_mhz) > 1e-6:
+            raise ValueError(f"the core clock must be {PLL_VCO_MHZ} MHz divided by an integer "
+                             f"1..128, not {core_mhz} MHz")
+        self.core_div = div
         self.params, self.fp_stages, self.jobs = params, fp_stages, jobs
         self.core_mhz, self.rx_delay, self.tx_delay = core_mhz, rx_delay, tx_delay
         self.ctrl_key = ctrl_key
@@ -84,11 +91,11 @@ class EthernetTop(Elaboratable):
         # PLL and clock domains.
         clkop, clkos = Signal(name="clk_eth_tx"), Signal(name="clk_core")
         locked = Signal(name="pll_locked")
-        div = PLL_VCO_MHZ // self.core_mhz
+        div = self.core_div
         m.submodules.pll = Instance(
             "EHXPLLL",
             a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=str(ETH_MHZ),
-            a_FREQUENCY_PIN_CLKOS=str(self.core_mhz), a_ICP_CURRENT="12",
+            a_FREQUENCY_PIN_CLKOS=f"{self.core_mhz:.4f}", a_ICP_CURRENT="12",
             a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
             p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
             p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
@@ -169,16 +176,17 @@ class EthernetTop(Elaboratable):
         # LED: activity and errors, from the switch's counters' events.
         led = platform.request("led", 0, dir="-")
         m.submodules.led = led_buf = io.Buffer("o", led)
-        activity = Signal(range(self.core_mhz * 80_000 + 1))
-        errors = Signal(range(self.core_mhz * 1_000_000 + 1))
+        ms80, s1 = round(self.core_mhz * 80_000), round(self.core_mhz * 1_000_000)
+        activity = Signal(range(ms80 + 1))
+        errors = Signal(range(s1 + 1))
         blink = Signal(23)
         m.d.sync += blink.eq(blink + 1)
         with m.If(sw.activity):
-            m.d.sync += activity.eq(self.core_mhz * 80_000)
+            m.d.sync += activity.eq(ms80)
         with m.Elif(activity != 0):
             m.d.sync += activity.eq(activity - 1)
         with m.If(sw.error):
-            m.d.sync += errors.eq(self.core_mhz * 1_000_000)
+            m.d.sync += errors.eq(s1)
         with m.Elif(errors != 0):
             m.d.sync += errors.eq(errors - 1)
         with m.If(errors != 0):
@@ -188,6 +196,7 @@ class EthernetTop(Elaboratable):
         return m
 
     def summary(self) -> dict:
-        return {"ports": 2, "core_mhz": self.core_mhz, "clock_domains": domains_report(
-            self.core_mhz), "jobs_config": self.jobs.to_dict() if self.jobs else None,
+        return {"ports": 2, "core_mhz": round(self.core_mhz, 3),
+            "clock_domains": domains_report(self.core_mhz),
+            "jobs_config": self.jobs.to_dict() if self.jobs else None,
             "control_plane": None if self.ctrl_key is None else {"udp_port": self.ctrl_port}}

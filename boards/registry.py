@@ -95,7 +95,7 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
           # fits the LFE5U-25F with room to spare and meets every clock
           # (docs/ethernet.md, "Board build"); the generic defaults need
           # more block RAM than the 25F has
-          params=(("workers", 4), ("slots", 64), ("elements", 16), ("lanes", 4),
+          params=(("workers", 4), ("slots", 64), ("elements", 16), ("lanes", 2),
                   ("jobs", 2))),
     Board("colorlight-5a75b-selftest", "ecp5", "LFE5U-25F-6 CABGA256", "selftest",
           "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
