@@ -53,6 +53,14 @@ PLL_VCO_MHZ = 500
 CORE_MHZ = PLL_VCO_MHZ / CORE_DIV
 
 
+def switch_options(params: Params) -> dict:
+    """The :class:`EthernetSwitch` options the board top adds: message and
+    RESULT queues of one message each (B + 1 beats, the least the switch
+    allows; the 2 B + 2 default takes twice the distributed RAM once
+    B > 7, more than the 25F has beside the core)."""
+    return {"message_fifo": params.beats + 1, "result_fifo": params.beats + 1}
+
+
 def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
     """The clock domains the board top creates and their constraints."""
     return [{"domain": "sync", "what": "core, parsers, framers, counters",
@@ -80,7 +88,8 @@ class EthernetTop(Elaboratable):
         self.ctrl_port = DEFAULT_CTRL_PORT if ctrl_port is None else ctrl_port
         self.switch = EthernetSwitch(params, ports=2, rx_domains=["eth0_rx", "eth1_rx"],
                                      tx_domain="eth_tx", fp_stages=fp_stages,
-                                     ctrl_key=ctrl_key, ctrl_port=self.ctrl_port)
+                                     ctrl_key=ctrl_key, ctrl_port=self.ctrl_port,
+                                     **switch_options(params))
 
     def elaborate(self, platform):
         m = Module()
