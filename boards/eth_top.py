@@ -70,6 +70,31 @@ def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
             {"domain": "eth1_rx", "what": "RGMII receive, port 1", "constraint_mhz": ETH_MHZ}]
 
 
+# The clock net nextpnr reports for each domain (the last dotted part of
+# its name, without nextpnr's "$glbnet$"): the PLL outputs are named
+# here, the receive clocks after their domains.
+_CLOCK_NETS = {"clk": "sync", "clk_core": "sync", "eth_tx_clk": "eth_tx",
+               "clk_eth_tx": "eth_tx", "eth0_rx_clk": "eth0_rx", "eth1_rx_clk": "eth1_rx"}
+
+
+def domains_timing(clocks: dict, core_mhz: float = CORE_MHZ) -> list[dict]:
+    """:func:`domains_report` with each domain's ``clock`` (the nextpnr
+    clock net), ``fmax_mhz`` and ``met`` from a build report's ``clocks``
+    (``None`` where nextpnr reported no clock for the domain)."""
+    found = {}
+    for net, c in clocks.items():
+        domain = _CLOCK_NETS.get(net.removeprefix("$glbnet$").rsplit(".", 1)[-1])
+        if domain is not None:
+            found[domain] = (net, c)
+    out = []
+    for d in domains_report(core_mhz):
+        net, c = found.get(d["domain"], (None, None))
+        out.append({**d, "clock": net, "fmax_mhz": c["fmax_mhz"] if c else None,
+                    "met": bool(c and c["met"]
+                                and c["constraint_mhz"] >= d["constraint_mhz"] - 0.01)})
+    return out
+
+
 class EthernetTop(Elaboratable):
     """The two-port switch on the Colorlight 5A-75B (see the module docstring)."""
 
@@ -204,8 +229,12 @@ class EthernetTop(Elaboratable):
             m.d.comb += led_buf.o.eq(running & (activity == 0))
         return m
 
-    def summary(self) -> dict:
+    def summary(self, clocks: dict | None = None) -> dict:
+        """The build report's ``ethernet`` entry; with the report's
+        ``clocks``, each clock domain's Fmax against its constraint."""
+        domains = domains_report(self.core_mhz) if clocks is None else \
+            domains_timing(clocks, self.core_mhz)
         return {"ports": 2, "core_mhz": round(self.core_mhz, 3),
-            "clock_domains": domains_report(self.core_mhz),
+            "clock_domains": domains,
             "jobs_config": self.jobs.to_dict() if self.jobs else None,
             "control_plane": None if self.ctrl_key is None else {"udp_port": self.ctrl_port}}

@@ -383,8 +383,16 @@ def cmd_build(args, params) -> int:
         except OSError as e:
             raise CliError(f"cannot write {args.json_path}: {e.strerror or e}") from None
     if args.require_timing:
+        clocks = report.get("clocks", {})
         missed = [f"{name} {c['fmax_mhz']:.2f} MHz < {c['constraint_mhz']:.2f} MHz"
-                  for name, c in report.get("clocks", {}).items() if not c["met"]]
+                  for name, c in clocks.items() if not c["met"]]
+        # a board's own domains (Ethernet boards): each must have been
+        # constrained as the board needs, and met
+        for d in (report.get("ethernet") or {}).get("clock_domains", []):
+            if "met" in d and not d["met"] and not (d.get("clock") in clocks
+                                                    and not clocks[d["clock"]]["met"]):
+                missed.append(f"{d['domain']} ({d.get('clock') or 'no clock'}) not met at "
+                              f"{d['constraint_mhz']:.2f} MHz")
         if missed:
             raise CliError("timing not met: " + ", ".join(missed))
         if not report.get("clocks"):

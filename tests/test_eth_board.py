@@ -108,3 +108,52 @@ def test_require_timing(monkeypatch, capsys, tmp_path):
     clocks.clear()
     assert cli.main(argv + ["--require-timing"]) == 1
     assert "lists no clock" in capsys.readouterr().err
+
+
+def test_domains_timing_names_every_domain():
+    # nextpnr's clock nets as it names them on this top, mapped to the
+    # board's domains with their constraints
+    from netagg.boards.eth_top import CORE_MHZ, domains_timing
+
+    def c(fmax, constraint):
+        return {"fmax_mhz": fmax, "constraint_mhz": constraint, "met": fmax >= constraint}
+    clocks = {"$glbnet$clk": c(55.1, round(CORE_MHZ, 2)), "$glbnet$eth_tx_clk": c(130.0, 125.0),
+              "$glbnet$switch.mac_rx0.eth0_rx_clk": c(126.0, 125.0),
+              "$glbnet$switch.mac_rx1.crc.eth1_rx_clk": c(120.0, 125.0),
+              "$glbnet$clk25.buf.i": c(200.0, 25.0)}
+    got = {d["domain"]: d for d in domains_timing(clocks)}
+    assert list(got) == ["sync", "eth_tx", "eth0_rx", "eth1_rx"]
+    assert [got[d]["met"] for d in got] == [True, True, True, False]
+    assert got["eth1_rx"]["clock"] == "$glbnet$switch.mac_rx1.crc.eth1_rx_clk"
+    assert got["sync"]["fmax_mhz"] == 55.1 and got["sync"]["constraint_mhz"] == round(CORE_MHZ, 3)
+    # a domain nextpnr did not constrain as the board needs is not met
+    clocks["$glbnet$eth_tx_clk"] = c(130.0, 12.0)
+    del clocks["$glbnet$clk"]
+    got = {d["domain"]: d for d in domains_timing(clocks)}
+    assert not got["eth_tx"]["met"] and not got["sync"]["met"] and got["sync"]["fmax_mhz"] is None
+
+
+def test_require_timing_checks_the_board_domains(monkeypatch, capsys, tmp_path):
+    # a receive clock that nextpnr timed at its 12 MHz default (no
+    # constraint reached it) is "met" in `clocks` but not for the board
+    import sys
+    import types
+
+    from netagg import cli
+    from netagg.boards.eth_top import domains_timing
+    clocks = {"$glbnet$clk": {"fmax_mhz": 50.0, "constraint_mhz": 41.67, "met": True},
+              "$glbnet$eth_tx_clk": {"fmax_mhz": 130.0, "constraint_mhz": 125.0, "met": True},
+              "$glbnet$eth0_rx_clk": {"fmax_mhz": 130.0, "constraint_mhz": 125.0, "met": True},
+              "$glbnet$eth1_rx_clk": {"fmax_mhz": 90.0, "constraint_mhz": 12.0, "met": True}}
+    mod = types.ModuleType("netagg.boards.build")
+    mod.build = lambda params, board, outdir, **kw: {
+        "clocks": clocks, "ethernet": {"clock_domains": domains_timing(clocks)}}
+    monkeypatch.setitem(sys.modules, "netagg.boards.build", mod)
+    argv = ["build", "--board", "colorlight-5a75b", "--outdir", str(tmp_path), "--require-timing"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["netagg: error: timing not met: eth1_rx ($glbnet$eth1_rx_clk) not met at "
+                   "125.00 MHz"]
+    clocks["$glbnet$eth1_rx_clk"]["constraint_mhz"] = 125.0
+    clocks["$glbnet$eth1_rx_clk"]["fmax_mhz"] = 125.0
+    assert cli.main(argv) == 0
