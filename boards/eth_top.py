@@ -2,7 +2,7 @@
 docs/boards.md): ``netagg build --board colorlight-5a75b``.
 
 Clocks: the 25 MHz oscillator feeds an ECP5 ``EHXPLLL``: 125 MHz ``eth_tx``
-(both ports' RGMII transmit clock) and the core clock ``sync`` (40 MHz by
+(both ports' RGMII transmit clock) and the core clock ``sync`` (33.33 MHz by
 default); each PHY's 125 MHz receive clock is its own domain ``eth0_rx``,
 ``eth1_rx``. The core domain is held in reset until the PLL locks; the PHYs
 (one shared reset pin) are held in reset for 20 ms after configuration, then
@@ -32,8 +32,8 @@ from netagg.hdl.eth.rgmii import RgmiiRx, RgmiiTx
 from netagg.hdl.eth.switch import EthernetSwitch
 from netagg.params import Params
 
-CORE_DIV = 12
-"""The core clock is the PLL's VCO (500 MHz) divided by this: 41.67 MHz
+CORE_DIV = 15
+"""The core clock is the PLL's VCO (500 MHz) divided by this: 33.33 MHz
 (docs/ethernet.md, "Board build")."""
 ETH_MHZ = 125
 
@@ -54,11 +54,13 @@ CORE_MHZ = PLL_VCO_MHZ / CORE_DIV
 
 
 def switch_options(params: Params) -> dict:
-    """The :class:`EthernetSwitch` options the board top adds: message and
-    RESULT queues of one message each (B + 1 beats, the least the switch
-    allows; the 2 B + 2 default takes twice the distributed RAM once
-    B > 7, more than the 25F has beside the core)."""
-    return {"message_fifo": params.beats + 1, "result_fifo": params.beats + 1}
+    """The :class:`EthernetSwitch` options the board top adds: no message
+    and RESULT queues. Each takes ~80 distributed-RAM cells a port at
+    L = 2 (1300 LUTs for the four), which the 25F cannot spare beside the
+    core for a routable design; at this core clock the byte-serial front
+    end, not the queues, limits the ports (docs/ethernet.md, "Board
+    build")."""
+    return {"message_fifo": 0, "result_fifo": 0}
 
 
 def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:

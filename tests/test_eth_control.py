@@ -600,8 +600,8 @@ def test_unit_control_plane_backpressure_whole_datagrams():
 
 def test_board_clock_domains_against_model():
     """The switch as the board builds it (receive MACs on the PHYs' clocks,
-    8 ns and 8.3 ns, transmit on 8 ns, the core on 24 ns: 41.67 MHz; the
-    board top's queue sizes) in amaranth.sim with the control plane:
+    8 ns and 8.3 ns, transmit on 8 ns, the core on 30 ns: 33.33 MHz; the
+    board top's options: no message or RESULT queues) in amaranth.sim with the control plane:
     control replies, RESULTs and every counter as the model's."""
     from eth_tb import run_switch
 
@@ -617,7 +617,7 @@ def test_board_clock_domains_against_model():
     w0.append(fr.with_fcs(request(final_read(), seq=4)))
     wires = [w0, port1_traffic(rng)]
     out, _, _ = run_switch(PARAMS, jobs, wires, max_cycles=200_000, quiet=1500,
-                           clocks={"sync": 24e-9, "rx0": 8e-9, "rx1": 8.3e-9, "tx": 8e-9},
+                           clocks={"sync": 30e-9, "rx0": 8e-9, "rx1": 8.3e-9, "tx": 8e-9},
                            ctrl_key=KEY, **switch_options(PARAMS))
     model, fe = model_run(jobs, wires)
     assert by_kind(out) == by_kind(model)

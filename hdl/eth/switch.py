@@ -326,10 +326,19 @@ class EthernetSwitch(wiring.Component):
                              txbuf.w.payload.data.eq(txs.o.payload.data),
                              txbuf.w.payload.last.eq(txs.o.payload.last),
                              txs.o.ready.eq(txbuf.w.ready)]
-            m.d.comb += [mac_tx.i.valid.eq(txbuf.r.valid),
-                         mac_tx.i.payload.data.eq(txbuf.r.payload.data),
-                         mac_tx.i.payload.last.eq(txbuf.r.payload.last),
-                         txbuf.r.ready.eq(mac_tx.i.ready)]
+            tx_out = txbuf.r
+            if txd != "sync":
+                # A register slice between the buffer's block RAM (its
+                # clock-to-out) and the MAC's CRC; full throughput, so a
+                # frame still reaches the MAC without a gap.
+                txo = DomainRenamer({"sync": txd})(SkidBuffer(BufferedByte))
+                m.submodules[f"tx_out_skid{port}"] = txo
+                wiring.connect(m, txbuf.r, txo.i)
+                tx_out = txo.o
+            m.d.comb += [mac_tx.i.valid.eq(tx_out.valid),
+                         mac_tx.i.payload.data.eq(tx_out.payload.data),
+                         mac_tx.i.payload.last.eq(tx_out.payload.last),
+                         tx_out.ready.eq(mac_tx.i.ready)]
 
             events = {
                 "rx": ev_valid,
