@@ -110,18 +110,22 @@ class FrameBuffer(wiring.Component):
         room = ~full & ~lost & short
         m.d.comb += [wp.addr.eq(wptr[:abits]), wp.data.eq(w.payload.data),
                      wp.en.eq(take & room)]
-        length = Signal(range(self._max + self._strip + 2))
-        m.d.comb += length.eq(nbytes + 1 - self._strip)
+        # nbytes + 1 - strip, kept as a register beside nbytes (modulo its
+        # width; used only for a frame longer than strip) for 125 MHz
+        lw = len(Signal(range(self._max + self._strip + 2))) + 1
+        length = Signal(lw, init=(1 - self._strip) % (1 << lw))
         with m.If(take):
             with m.If(room):
                 m.d.sync += [wptr.eq(wptr + 1), nbytes.eq(nbytes + 1),
+                             length.eq(length + 1),
                              short.eq(nbytes < self._max + self._strip - 1)]
             with m.Else():
                 m.d.sync += lost.eq(1)
             with m.If(w.payload.last):
                 too_long = ~room | lost | (nbytes + 1 <= self._strip)
                 ok = ~w.payload.drop & ~too_long & lengths.w_rdy
-                m.d.sync += [nbytes.eq(0), lost.eq(0), short.eq(1)]
+                m.d.sync += [nbytes.eq(0), lost.eq(0), short.eq(1),
+                             length.eq((1 - self._strip) % (1 << lw))]
                 with m.If(ok):
                     m.d.comb += [lengths.w_en.eq(1), lengths.w_data.eq(length),
                                  self.committed.eq(1)]
