@@ -585,12 +585,13 @@ class CoreBridge(CheckedComponent):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {type(params).__name__}")
 
-    def __init__(self, params: Params, *, fp_stages=None, jobs=None):
+    def __init__(self, params: Params, *, fp_stages=None, jobs=None, acc_ram: str = "memory"):
         if jobs is not None and jobs.params != params:
             from netagg.jobs import JobTable
             jobs = JobTable(list(jobs), params)
         self._params = params
         self._fp_stages = fp_stages
+        self._acc_ram = acc_ram
         self._jobs = jobs
         super().__init__({
             "rx": In(stream.Signature(8)),
@@ -615,7 +616,8 @@ class CoreBridge(CheckedComponent):
         m = Module()
         p = self._params
 
-        m.submodules.core = core = NetaggCore(p, fp_stages=self._fp_stages)
+        m.submodules.core = core = NetaggCore(p, fp_stages=self._fp_stages,
+                                              acc_ram=self._acc_ram)
         m.submodules.dec = dec = SlipDecoder()
         m.submodules.enc = enc = SlipEncoder()
         m.submodules.parser = parser = FrameParser(p)
@@ -733,8 +735,8 @@ class UARTBridge(CheckedComponent):
         check_divisor(divisor)
 
     def __init__(self, params: Params, divisor: int, *, fp_stages=None, jobs=None,
-                 rx_fifo: int | None = None):
-        self._bridge = CoreBridge(params, fp_stages=fp_stages, jobs=jobs)
+                 rx_fifo: int | None = None, acc_ram: str = "memory"):
+        self._bridge = CoreBridge(params, fp_stages=fp_stages, jobs=jobs, acc_ram=acc_ram)
         self._divisor = divisor
         depth = rx_fifo or max(64, _pow2_at_least(2 * self._bridge.max_frame))
         self._rx_fifo = depth

@@ -200,18 +200,21 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     """The bare ``netagg_core`` out of context on an ECP5 (speed grade 6):
     ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
     no pins; the clock is routed as a plain net), constrained to
-    ``freq_mhz``. No bitstream."""
+    ``freq_mhz``. The accumulators are in ``DP16KD`` blocks when they fit
+    (:meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`). No bitstream."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
     tool_environment()
     from amaranth.back import rtlil
 
     from netagg.hdl.core import NetaggCore
+    from netagg.hdl.lane_loop import LaneLoop
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    core = NetaggCore(params, fp_stages=fp_stages)
+    acc_ram = LaneLoop.acc_ram_for(params, "ecp5")
+    core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
     (outdir / "netagg_core.il").write_text(fix_rtlil(rtlil.convert(core, name="netagg_core")))
     (outdir / "netagg_core.ys").write_text(
         "read_rtlil netagg_core.il\n"
@@ -232,7 +235,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         "board": "ooc-ecp5", "device": f"{device}-6 {package} (out of context)",
         "top": "netagg_core", "kind": "core",
         **rep,
-        "params": params.to_dict(), "fp_stages": fp_stages,
+        "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
         "bitstream": None,
         "synth_seconds": round(synth_seconds, 1),
         "build_seconds": round(seconds, 1),

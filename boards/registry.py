@@ -35,7 +35,8 @@ class Board:
     (:class:`netagg.params.Params` fields) that ``netagg build`` uses for
     this board where the command line gives none, instead of the generic
     defaults (a configuration that fits the board's device); empty: the
-    generic defaults.
+    generic defaults. ``acc_ram``: the bridge core's accumulator form
+    (None: the family's, :meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`).
     """
 
     name: str
@@ -48,6 +49,7 @@ class Board:
     fp_stages: int | None = None
     baud: int = 115200               # the bridge's default UART rate
     params: tuple = ()               # the board's default build parameters
+    acc_ram: str | None = None
 
     def default_params(self) -> dict:
         """The board's default build parameters, ``{field: value}``."""
@@ -81,8 +83,10 @@ class Board:
                        ctrl_port=ctrl_port)
         if ctrl_key is not None:
             raise ValueError(f"the {self.name} top has no UDP control plane")
+        from netagg.hdl.lane_loop import LaneLoop
+        acc_ram = self.acc_ram or LaneLoop.acc_ram_for(params, self.family)
         return cls(params, fp_stages=fp_stages, jobs=jobs,
-                   baud=self.baud if baud is None else baud, leds=self.leds)
+                   baud=self.baud if baud is None else baud, leds=self.leds, acc_ram=acc_ram)
 
 
 BOARDS: dict[str, Board] = {b.name: b for b in (
@@ -103,7 +107,7 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("icebreaker", "ice40", "iCE40UP5K-SG48", "bridge",
           "amaranth_boards.icebreaker:ICEBreakerPlatform", "netagg.boards.tops:BridgeTop",
           leds=(("led_g", 0), None, ("led_r", 0)),
-          fp_stages=0),   # 12 MHz: no adder pipeline needed, fewer cells
+          fp_stages=0, acc_ram="compact"),   # 12 MHz: no adder pipeline, fewest cells
     Board(OOC_ECP5, "ecp5", "LFE5U-85F-6 CABGA381 (out of context)", "core"),
 )}
 """Every board, by name (the ``--board`` choices, in this order)."""

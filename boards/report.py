@@ -96,7 +96,7 @@ def format_table(report: dict) -> str:
     if params:
         lines.append("parameters: " + ", ".join(
             f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in params.items()))
-    for key in ("fp_stages", "jobs_config", "baud", "bitstream", "build_seconds"):
+    for key in ("fp_stages", "acc_ram", "jobs_config", "baud", "bitstream", "build_seconds"):
         if report.get(key) is not None:
             lines.append(f"{key}: {report[key]}")
     return "\n".join(lines) + "\n"

@@ -27,11 +27,13 @@ class BridgeTop(Elaboratable):
     """A UART bridge on the platform's ``uart`` 0 and LEDs."""
 
     def __init__(self, params: Params, *, fp_stages=None, jobs=None, baud: int = 115200,
-                 leds=(("led", 0), ("led", 1), ("led", 2))):
+                 leds=(("led", 0), ("led", 1), ("led", 2)), acc_ram: str = "memory"):
         """``leds``: platform resources ``(name, number)`` for ready, busy
-        and error (``None`` for one the board lacks)."""
+        and error (``None`` for one the board lacks); ``acc_ram``: the
+        core's accumulator form (:class:`~netagg.hdl.core.NetaggCore`)."""
         self.params = params
         self.fp_stages = fp_stages
+        self.acc_ram = acc_ram
         self.jobs = jobs
         self.baud = baud
         self.leds = leds
@@ -40,7 +42,7 @@ class BridgeTop(Elaboratable):
         m = Module()
         clk_hz = platform.default_clk_frequency
         bridge = UARTBridge(self.params, divisor_for(clk_hz, self.baud),
-                            fp_stages=self.fp_stages, jobs=self.jobs)
+                            fp_stages=self.fp_stages, jobs=self.jobs, acc_ram=self.acc_ram)
         m.submodules.bridge = bridge
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)

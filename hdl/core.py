@@ -9,8 +9,10 @@ from amaranth.lib.wiring import In, Out
 
 from netagg import regmap, wire
 from netagg.hdl import layouts
+from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import JobTable
+from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.multicast import Multicast
 from netagg.hdl.slot_table import SlotTable
 from netagg.hdl.validator import Validator, descriptor
@@ -21,7 +23,7 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-class NetaggCore(wiring.Component):
+class NetaggCore(CheckedComponent):
     """The in-network aggregation core of protocol.md.
 
     Ports (docs/core.md): ``i`` ingress message beats, ``o`` egress RESULT
@@ -32,11 +34,25 @@ class NetaggCore(wiring.Component):
     change state. Throughput: one payload beat (L elements) per cycle for
     multi-beat messages, stalling only on read-after-write hazards of the
     same slot copy (counted in ``stall``) and on egress backpressure.
+
+    Build options: ``fp_stages``, the floating-point adders' depth
+    (:class:`~netagg.hdl.lane.Lane`); ``acc_ram``, the accumulator loop's
+    form (:class:`~netagg.hdl.lane_loop.LaneLoop`): ``"memory"`` (portable,
+    default) and ``"ecp5"`` (``DP16KD`` blocks, Lattice ECP5 only) build the
+    same cycle-level behaviour, with forwarding; ``"compact"`` (fewest
+    cells, for small FPGAs: no RAM output register, no forwarding, a RESULT
+    buffer of four RESULTs instead of eight) is slower on back-to-back
+    contributions to one slot. Results are the same in all three.
     """
 
-    def __init__(self, params: Params, *, fp_stages=None):
+    @staticmethod
+    def check(params: Params, *, fp_stages=None, acc_ram: str = "memory") -> None:
+        LaneLoop.check(params, fp_stages=fp_stages, acc_ram=acc_ram)
+
+    def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory"):
         self._params = params
         self._fp_stages = fp_stages
+        self._acc_ram = acc_ram
         L = params.lanes
         super().__init__({
             "i": In(stream.Signature(layouts.ingress_beat(L))),
@@ -59,7 +75,9 @@ class NetaggCore(wiring.Component):
         p = self._params
         B = p.beats
         fifo_depth = _pow2_at_least(2 * B + 2)
-        result_depth = _pow2_at_least(4 * B)
+        # RESULT buffer: eight full RESULTs absorb the bursts of completions
+        # of random traffic (docs/architecture.md); four in the compact form.
+        result_depth = _pow2_at_least((4 if self._acc_ram == "compact" else 8) * B)
 
         m.submodules.jobs = jobs = JobTable(p)
         m.submodules.validator = val = Validator(p)
@@ -67,7 +85,8 @@ class NetaggCore(wiring.Component):
                                                          depth=fifo_depth)
         m.submodules.slots = slots = SlotTable(p, result_beats=result_depth,
                                                data_beats=fifo_depth,
-                                               fp_stages=self._fp_stages)
+                                               fp_stages=self._fp_stages,
+                                               acc_ram=self._acc_ram)
         m.submodules.mcast = mcast = Multicast(p, depth=result_depth)
 
         # Ingress: the validator sees beats only once the slot table is ready.

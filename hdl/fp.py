@@ -118,36 +118,49 @@ def _gt_const(v: Value, c: int) -> Value:
 
 class _Pipe:
     """Places pipeline registers at the chosen cut points of a chain of
-    combinational steps; registers advance when ``en`` is high."""
+    combinational steps; registers advance when ``en`` is high. An unchosen
+    cut point still names its values (combinational signals), so that every
+    step reads named nets and the netlist stays small at any depth."""
 
     def __init__(self, m: Module, en: Value, cuts: set[int], name: str):
         self.m, self.en, self.cuts, self.name = m, en, cuts, name
 
     def cut(self, point: int, vals: dict) -> dict:
-        if point not in self.cuts:
-            return vals
+        reg = point in self.cuts
         out = {}
         for key, val in vals.items():
             val = Value.cast(val)
-            reg = Signal(val.shape(), name=f"{self.name}_p{point}_{key}", reset_less=True)
-            with self.m.If(self.en):
-                self.m.d.sync += reg.eq(val)
-            out[key] = reg
+            sig = Signal(val.shape(), name=f"{self.name}_{'p' if reg else 'c'}{point}_{key}",
+                         reset_less=True)
+            if reg:
+                with self.m.If(self.en):
+                    self.m.d.sync += sig.eq(val)
+            else:
+                self.m.d.comb += sig.eq(val)
+            out[key] = sig
         return out
+
+
+def _rep(bit: Value, n: int) -> Value:
+    return Cat(*([bit] * n))
 
 
 # Cut points of the adder, after each of its steps:
 #   0 order operands by raw exponent (an E-bit compare drives the swap
-#     multiplexers), exponent difference, the near path's flip (equal
-#     exponents, |b| > |a|: a compare whose result is only registered),
-#     classify specials;
-#   1 far path: alignment shift and sticky bit; near path: subtraction
-#     (complemented when flipped), shift-limit mask;
-#   2 far path: addition; near path: leading-zero count;
-#   3 normalisation of both paths (one exponent adder for both), path
-#     selection: the raw sum as significand, guard, sticky, biased exponent;
-#   4 rounding increment, overflow;
-#   5 specials, packing: the output.
+#     multiplexers), saturated exponent difference, the near path's flip
+#     (equal exponents, |b| > |a|: a compare whose result is only
+#     registered) and its second operand (y or 2y, inverted), classify
+#     specials;
+#   1 far path: alignment shift and sticky bit, the subtrahend inverted;
+#     near path: subtraction, complemented when flipped, and the shift-limit
+#     mark; the far path's exponent candidates and overflow flags;
+#   2 far path: addition; near path: leading-zero count, cancellation;
+#   3 normalisation of both paths, path selection: significand (hidden bit
+#     included), guard, sticky, biased exponent minus one, the forced
+#     (NaN, infinite, certain overflow) result flags;
+#   4 rounding: one increment adds the hidden bit and the rounding bit to
+#     exponent and fraction at once;
+#   5 specials forced onto the rounded bits: the output.
 # A depth of n registers uses the cut set _ADD_CUTS[n].
 _ADD_CUTS = {
     0: set(),
@@ -175,11 +188,17 @@ class FPAdd(CheckedComponent):
     with exponent difference <= 1: exact subtraction, leading-zero count,
     normalising left shift) and far path (alignment shift with sticky bit,
     addition, at most one bit of normalisation), giving significand, guard
-    and sticky bits; then a separate rounding and packing step. The
-    operands are ordered by exponent only; the magnitude order, which the
-    near path needs when the exponents are equal, is computed in parallel
-    and applied after the first cut (the near difference is complemented),
-    so that no wide compare drives the swap multiplexers.
+    and sticky bits; then one rounding addition, which also forms the
+    exponent field (exponent - 1 plus the hidden bit) and gives the forced
+    results (NaN, infinity) as they are, so that nothing follows it. The
+    operands are ordered by raw exponent only (the borrow of the exponent
+    subtraction drives the swap; a subnormal y beside a normal x has its
+    significand doubled so that the raw difference aligns it); the
+    magnitude order, which the near path needs when the exponents are
+    equal, is computed in parallel and applied after the first cut (the
+    near difference is complemented), so that no wide compare drives the
+    swap multiplexers. Overflow is predicted from the exponent and the far
+    sum's top bits before rounding.
 
     Timing: ``stages`` pipeline registers (0 to 6; 0 is combinational).
     Throughput one operation per cycle (initiation interval 1); the result of
@@ -229,28 +248,35 @@ class FPAdd(CheckedComponent):
         a, b = self.a, self.b
 
         # -- step 0: order by exponent, exponent difference, specials -----
-        # The operands are ordered by their raw exponents only (a short
-        # compare straight from the inputs drives the swap multiplexers):
-        # the same order as the effective exponents' (subnormals count as
-        # exponent 1) except for exp 0 against exp 1, which are equal
-        # effectively. The far path adds or subtracts in that order; the
-        # near path subtracts both ways and keeps the non-negative one, the
-        # choice (equal exponents, |y| > |x|) computed here in parallel.
+        # The operands are ordered by their raw exponents only: the borrow
+        # of the raw exponent subtraction drives the swap multiplexers, and
+        # the difference d is raw too. A subnormal y beside a normal x
+        # (raw exponent 0, effective 1) gets its significand doubled
+        # instead, so that shifting by the raw d aligns it. The far path
+        # adds or subtracts in that order; the near path's order for equal
+        # exponents (|y| > |x|, "flip") is computed here in parallel and
+        # used after the cut.
         a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
         a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
         eff_sub = a.sign ^ b.sign
-        ea = Cat(a.exp[0] | (a.exp == 0), a.exp[1:])   # effective exponents
-        eb = Cat(b.exp[0] | (b.exp == 0), b.exp[1:])
-        ma = Cat(a.frac, a.exp != 0)                    # significands
-        mb = Cat(b.frac, b.exp != 0)
-        swap = b.exp > a.exp
-        d_ab, d_ba = ea - eb, eb - ea                   # E+1 bits
+        a_sub, b_sub = a.exp == 0, b.exp == 0          # subnormal or zero
+        ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
+        eb = Cat(b.exp[0] | b_sub, b.exp[1:])
+        # significands as the y operand, at the scale of the raw exponents:
+        # a is y only when b.exp > a.exp (so b is normal)
+        ya = Mux(a_sub, Cat(Const(0, 1), a.frac), Cat(a.frac, Const(1, 1)))
+        yb = Mux(b_sub & ~a_sub, Cat(Const(0, 1), b.frac), Cat(b.frac, ~b_sub))
+        diff = a.exp - b.exp                            # E+1 bits, borrow on top
+        swap = diff[E]
+        d = Mux(swap, (b.exp - a.exp)[:E], diff[:E])   # raw, >= 0
+        flip = (a.exp == b.exp) & (b.frac > a.frac)
+        d0 = a.exp[0] ^ b.exp[0]                        # d odd: d = 1 on the near path
         v = pipe.cut(0, {
-            "mx": Mux(swap, mb, ma), "my": Mux(swap, ma, mb),
-            # d = ex - ey >= 0, E bits (saturated after the cut)
-            "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab)[:E],
-            "flip": (a.exp == b.exp) & (b.frac > a.frac),
-            "sub": eff_sub, "sign": Mux(swap, b.sign, a.sign),
+            "mx": Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub)),
+            "my": Mux(swap, ya, yb),
+            "ex": Mux(swap, eb, ea), "d": d, "d0": d0,
+            "flip": flip, "sub": eff_sub,
+            "sign": Mux(swap, b.sign, a.sign),
             "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
             "inf": a_inf | b_inf,
             "inf_sign": Mux(a_inf, a.sign, b.sign),
@@ -258,107 +284,114 @@ class FPAdd(CheckedComponent):
 
         # -- step 1: far alignment and sticky; near subtraction ------------
         # alignment shift saturated: a shift >= p+3 moves all of y into the
-        # sticky bit
+        # sticky bit (``ovr``: d beyond the shifter's select bits)
+        d, ex, sub = v["d"], v["ex"], v["sub"]
         dw = (p + 3).bit_length()
-        d = v["d"]
-        dc = d[:dw] | Cat(*([d[dw:] != 0] * dw)) if E > dw else d
-        near = v["sub"] & (d[1:] == 0)
+        dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
         my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
-        my_al = (my3 >> dc)[:p + 3]
-        below = Cat(*(_gt_const(dc, i) for i in range(p + 3)))   # bits shifted out
+        my_al = Mux(ovr, 0, (my3 >> dl)[:p + 3])
+        below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
         sticky = (my3 & below) != 0
-        # near path, exact: 2x - y (d = 1) or 2x - 2y (d = 0); a flipped
-        # pair (d = 0, |y| > |x|) gets t = x + ~y = -(y - x) - 1, whose
-        # complement ~t = y - x > 0 is taken by the next steps' logic
-        # (t ^ flip), and never is all ones (y - x is even)
-        flip = v["flip"]
-        x1 = Cat(Const(0, 1), v["mx"])                        # p+1 bits
-        y1 = Mux(d[0], v["my"], Cat(Const(0, 1), v["my"]))
-        t_near = (x1 + ~y1 + ~flip)[:p + 1]
+        # far subtrahend complemented here (p+4 bits): the addition after
+        # the cut adds it as it comes, with carry-in ``sub & ~sticky`` (the
+        # sticky bit, below the last bit, borrows one), and ORs the sticky
+        # bit into the result's last bit
+        y_far = Cat(my_al, Const(0, 1))
+        # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
+        # or 2x - 2y (d = 0); a flipped pair (d = 0, |y| > |x|) gets
+        # t = x + ~y = -(y - x) - 1, whose complement ~t = y - x > 0 is
+        # taken here (t ^ flip)
+        flip, my = v["flip"], v["my"]
+        # (x1 = 2x has a zero LSB, which holds the carry-in ~flip)
+        y1 = Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+        t_raw = (Cat(~flip, v["mx"]) + ~y1)[:p + 1]
+        t_near = t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results)
-        limit = Cat(*(v["ex"] == p + 1 - i for i in range(p + 1)))
-        keep = ("mx", "ex", "sub", "flip", "nan", "inf", "inf_sign")
+        limit = Cat(*(ex == p + 1 - i for i in range(p + 1)))
+        keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign")
         v = pipe.cut(1, {
-            **{k: v[k] for k in keep}, "near": near,
-            "sign": v["sign"] ^ (near & flip),
-            "my_al": my_al | sticky, "t_near": t_near, "limit": limit,
+            **{k: v[k] for k in keep},
+            "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
+            "near": sub & (d[1:] == 0),
+            "y_far": y_far ^ _rep(sub, p + 4), "sticky": sticky,
+            "t_raw": t_raw, "flip": flip, "u_near": t_near | limit,
+            "exm1": (ex - 1)[:E],
+            "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
 
         # -- step 2: far addition; near leading zeros ----------------------
         mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
-        my3 = Cat(v["my_al"], Const(0, 1))
-        s_far = (mx3 + Mux(v["sub"], ~my3, my3) + v["sub"])[:p + 4]
-        flip_n = Cat(*([v["flip"]] * (p + 1)))
-        sh = _lzc_pad((v["t_near"] ^ flip_n) | v["limit"])
-        keep = ("ex", "sub", "sign", "near", "flip", "nan", "inf", "inf_sign", "t_near")
+        keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
+                "nan", "inf", "inf_sign", "t_raw", "flip")
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
-            "s_far": s_far, "sh": sh,
-            "zero": v["t_near"] == 0,      # exact cancellation (near path)
+            "s_far": (mx3 + v["y_far"] + (v["sub"] & ~v["sticky"]))[:p + 4],
+            "f_st": v["sticky"],
+            "sh": _lzc_pad(v["u_near"]),
+            # exact cancellation (near path; a flipped difference is > 0)
+            "zero": ~v["flip"] & (v["t_raw"] == 0),
         })
 
         # -- step 3: normalise both paths, select ---------------------------
-        s = v["s_far"]
+        # Both paths give (mant, guard, sticky, em1, hid): mant has the
+        # hidden bit on top, em1 = biased exponent - 1 of the path's
+        # unnormalised sum, and the exponent field is em1 + hid, hid in
+        # {0, 1, 2} (added by the rounding step): near path mant's top bit
+        # (0 for a subnormal result, whose em1 is 0); far path 2 (carry
+        # out), 1 (top bit set) or 0 (an effective subtraction lost the top
+        # bit, or two subnormals added without reaching the normal range).
+        near, sub = v["near"], v["sub"]
+        s = Cat(v["s_far"][0] | v["f_st"], v["s_far"][1:])
         carry, top = s[p + 3], s[p + 2]
         f_mant = Signal(p, name="f_mant")
         f_guard = Signal(name="f_guard")
         f_sticky = Signal(name="f_sticky")
-        f_exp = Signal(E + 1, name="f_exp")          # biased exponent field
-        near = v["near"]
-        # one adder for every exponent: ex - sh (near), ex + 1, ex, ex - 1
-        # (far: carry, top bit, neither), as ex + delta + cin
-        delta = Signal(E + 1, name="exp_delta")
-        cin = Signal(name="exp_cin")
-        with m.If(near):
-            m.d.comb += [delta.eq(~Cat(v["sh"], Const(0, E + 1 - len(v["sh"])))), cin.eq(1)]
-        with m.Elif(carry):
-            m.d.comb += delta.eq(1)
-        with m.Elif(~top & v["sub"]):
-            m.d.comb += delta.eq((1 << (E + 1)) - 1)
-        exp_sum = (Cat(cin, v["ex"], Const(0, 1)) + Cat(cin, delta))[1:E + 2]
         with m.If(carry):
             m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0)]
-        with m.Elif(top | ~v["sub"]):
+        with m.Elif(top | ~sub):
             m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
         with m.Else():
             m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
-        m.d.comb += f_exp.eq(Mux(~carry & ~top & ~v["sub"], 0, exp_sum))
-        flip_n = Cat(*([v["flip"]] * (p + 1)))
-        n_shifted = ((v["t_near"] ^ flip_n) << v["sh"])[:p + 1]
-        n_exp = Mux(n_shifted[p], exp_sum[:E], 0)
+        n_shifted = ((v["t_raw"] ^ _rep(v["flip"], p + 1)) << v["sh"])[:p + 1]
+        n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
+        # overflow, far path only (the near path's result is below x): the
+        # field em1 + hid + c (c: rounding carries out of the fraction) is
+        # >= exp_max for sure, or exactly exp_max when c, which the rounding
+        # step then produces as the infinity itself
+        special = v["nan"] | v["inf"]
+        ovf_now = ~near & carry & v["e_top"]
+        ovf_c = ~near & ((carry & v["e_top1"]) | (~carry & top & v["e_top"]))
         v = pipe.cut(3, {
             "mant": Mux(near, n_shifted[1:], f_mant),
             "guard": Mux(near, n_shifted[0], f_guard),
             "sticky": ~near & f_sticky,
-            "exp": Mux(near, n_exp, f_exp),
-            "sign": v["sign"] & ~(near & v["zero"]),
-            **{k: v[k] for k in ("nan", "inf", "inf_sign")},
+            "em1": Mux(near, n_em1, v["exm1"]),
+            "hid": Mux(near, n_shifted[p], Cat(top & ~carry, carry)),
+            "sign": Mux(v["nan"], 0, Mux(v["inf"], v["inf_sign"],
+                                         v["sign"] & ~(near & v["zero"]))),
+            "force": special | ovf_now, "nan": v["nan"],
+            "ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c,
         })
 
-        # -- step 4: round to nearest even, overflow -----------------------
-        inc = v["guard"] & (v["sticky"] | v["mant"][0])
-        packed = (Cat(v["mant"][:F], v["exp"]) + inc)[:E + F + 1]
-        frac_ones = v["mant"][:F] == (1 << F) - 1
-        overflow = (v["exp"] >= fmt.exp_max) | ((v["exp"] == fmt.exp_max - 1) & frac_ones & inc)
+        # -- step 4: round to nearest even, specials ------------------------
+        # The forced results (NaN, infinity, certain overflow) replace the
+        # rounding adder's operand (all-ones exponent, NaN or zero
+        # fraction, nothing added), so that the adder's sum is the output.
+        mant, force = v["mant"], v["force"]
+        inc = ~force & v["guard"] & (v["sticky"] | mant[0])
+        c = inc & (mant[:F] == (1 << F) - 1)
+        nan_frac = fmt.qnan & ((1 << F) - 1)
+        frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
+        packed = (Cat(frac, v["em1"] | _rep(force, E))
+                  + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
         v = pipe.cut(4, {
-            "packed": packed[:E + F], "overflow": overflow,
-            **{k: v[k] for k in ("sign", "nan", "inf", "inf_sign")},
+            "r": Cat(packed, v["sign"]), "ovf": v["ovf_now"] | (v["ovf_c"] & c),
+            "nan": v["nan"],
         })
 
-        # -- step 5: specials, pack -----------------------------------------
-        inf_bits = fmt.exp_max << F
-        res = Signal(fmt.width, name="res")
-        with m.If(v["nan"]):
-            m.d.comb += res.eq(fmt.qnan)
-        with m.Elif(v["inf"]):
-            m.d.comb += res.eq(Cat(Const(inf_bits, E + F), v["inf_sign"]))
-        with m.Elif(v["overflow"]):
-            m.d.comb += res.eq(Cat(Const(inf_bits, E + F), v["sign"]))
-        with m.Else():
-            m.d.comb += res.eq(Cat(v["packed"], v["sign"]))
-        v = pipe.cut(5, {"r": res, "nan": v["nan"],
-                         "ovf": ~v["nan"] & ~v["inf"] & v["overflow"]})
+        # -- step 5: output register (deepest pipelines only) ---------------
+        v = pipe.cut(5, v)
 
         m.d.comb += [
             self.r.eq(v["r"]),

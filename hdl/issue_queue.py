@@ -75,27 +75,28 @@ class IssueQueue(CheckedComponent):
         An entry is held, or a beat is in the loop or on ``res_beat``.
 
     Issue rules: the older entry issues unless it is a combine whose beat's
-    accumulator address is still in the loop (read-after-write hazard) or a
-    retransmission while the lanes hold combine beats (seen one cycle late).
-    The younger one, always a combine, issues in a cycle the older one does
-    not, unless it has a hazard or the older one has beats left and it was
-    ``blocked`` when pushed: behind an entry of the same slot, behind a
-    retransmission, or a RESULT behind a RESULT. So messages of one slot
-    keep their order and RESULT beats never interleave. Loop:
-    ``loop_latency`` = lane latency + 3 cycles from the accumulator read
-    address to the write-back (address register, RAM read,
-    RAM output register, the lanes); the read port is transparent to the
-    write-back.
+    accumulator address was issued less than ``spacing`` (lane latency + 1)
+    cycles ago (read-after-write hazard; the loop forwards results issued
+    earlier) or a retransmission while the lanes hold combine beats (seen
+    one cycle late). The younger one, always a combine, issues in a cycle
+    the older one does not, unless it has a hazard or the older one has
+    beats left and it was ``blocked`` when pushed: behind an entry of the
+    same slot, behind a retransmission, or a RESULT behind a RESULT. So
+    messages of one slot keep their order and RESULT beats never
+    interleave. Loop: ``loop_latency`` = lane latency + 4 cycles from the
+    issue to the write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
     """
 
     @staticmethod
-    def check(params: Params, *, data_beats: int, fp_stages=None) -> None:
-        LaneLoop.check(params, fp_stages=fp_stages)
+    def check(params: Params, *, data_beats: int, fp_stages=None, acc_ram: str = "memory") -> None:
+        LaneLoop.check(params, fp_stages=fp_stages, acc_ram=acc_ram)
 
-    def __init__(self, params: Params, *, data_beats: int, fp_stages=None):
+    def __init__(self, params: Params, *, data_beats: int, fp_stages=None,
+                 acc_ram: str = "memory"):
         self._params = params
         self._data_beats = data_beats
         self._fp_stages = fp_stages
+        self._acc_ram = acc_ram
         self._lane_latency = Lane.latency_of(fp_stages)
         super().__init__({
             "push": In(stream.Signature(issue_request(params, data_beats), always_ready=True)),
@@ -115,15 +116,15 @@ class IssueQueue(CheckedComponent):
 
     @property
     def loop_latency(self) -> int:
-        """Cycles from reading a beat's accumulators to writing them back."""
-        return self._lane_latency + 3
+        """Cycles from a beat's issue to its write-back."""
+        return LaneLoop.latency_of(self._fp_stages, self._acc_ram)
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
         L, B = p.lanes, p.beats
         entry_l = _entry(p, self._data_beats)
-        m.submodules.loop = loop = LaneLoop(p, fp_stages=self._fp_stages)
+        m.submodules.loop = loop = LaneLoop(p, fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 

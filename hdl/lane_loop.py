@@ -3,7 +3,7 @@ through L lanes, and the RESULT beats it produces."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -11,11 +11,12 @@ from amaranth.lib.wiring import In, Out
 from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.lane import Lane
+from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
 from netagg.hdl.slot_layouts import acc_word, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
 
-__all__ = ["LaneLoop", "loop_beat"]
+__all__ = ["ACC_RAM_FORMS", "LaneLoop", "loop_beat"]
 
 
 def acc_addr_bits(params: Params) -> int:
@@ -49,27 +50,45 @@ def _stage(params: Params) -> data.StructLayout:
     })
 
 
+ACC_RAM_FORMS = ("memory", "ecp5", "compact")
+"""Build forms of the accumulator loop (:class:`LaneLoop` ``acc_ram``)."""
+
+
 class LaneLoop(CheckedComponent):
     """2 x S x K/L accumulator beats (with sticky NaN and overflow flags) in
-    block RAM, and L lanes (``hdl/lane.py``) between its read and write ports.
+    block RAM, and L lanes (``hdl/lane.py``) between its read and write
+    ports.
+
+    Parameters
+    ----------
+    acc_ram : one of :data:`ACC_RAM_FORMS`
+        ``"memory"`` (default): a portable :class:`~netagg.hdl.ram.WideRAM`
+        with its output register (read latency 2), and a forwarding path
+        from the write-back to the operand register. ``"ecp5"``: the same
+        in ECP5 ``DP16KD`` blocks (their own output register; at most 4096
+        beats, ``2 x S x K/L <= 4096``), same timing. ``"compact"``: the
+        fewest cells, for small FPGAs at low clocks: a ``Memory`` whose read
+        port is transparent to the write-back (read latency 1), no output
+        register and no forwarding.
 
     Ports
     -----
     issue : In(stream of loop_beat, always_ready)
         One beat per cycle. A combine beat (``rtx`` low) reads its
         accumulators, combines them with ``data`` in the lanes and writes
-        them back ``latency`` cycles later (address register, RAM read, RAM
-        output register, the lanes, the write); the read port is transparent
-        to the write-back, so a beat issued in the cycle of a write-back to
-        its address sees the new value. A retransmitted beat (``rtx``) is
-        read out as a RESULT beat, nothing written.
+        them back ``latency`` cycles later (address register, the RAM read
+        registers, the operand register, the lanes). Its operand is the RAM
+        entry or, with forwarding, the most recent write-back to its address
+        in the cycles the RAM read misses. A beat may issue :attr:`spacing`
+        cycles after a combine beat to its address. A retransmitted beat
+        (``rtx``) is read out as a RESULT beat, nothing written.
     data : In(payload_beat)
-        The payload beat of the beat issued in the previous cycle.
+        The payload beat of the beat issued two cycles before (as the
+        issue queue's registered payload-buffer read delivers it).
     hazard_addr : In(array of 2 addresses)
     hazard : Out(2)
-        Combinational: a combine beat to that address is in the loop and
-        its write-back is not in this cycle (issuing one now would read a
-        stale value).
+        Combinational: a combine beat to that address was issued less than
+        :attr:`spacing` cycles ago (issuing one now would miss its result).
     lanes_busy : Out(1)
         Registered: a combine beat was in the loop in the previous cycle (a
         retransmission waits for ``~lanes_busy``: then the loop holds no
@@ -77,21 +96,29 @@ class LaneLoop(CheckedComponent):
     res_beat : Out(stream of result_beat, always_ready)
         Registered: a combine beat with ``result`` as it is written back
         (new accumulators and sticky flags), ``latency`` + 1 cycles after
-        its issue; a retransmitted beat as read, 4 cycles after its issue.
+        its issue; a retransmitted beat as read, :attr:`read_stages` + 1
+        cycles after its issue.
     busy : Out(1)
         A beat is in the loop or on ``res_beat``.
     """
 
     @staticmethod
-    def check(params: Params, *, fp_stages=None) -> None:
+    def check(params: Params, *, fp_stages=None, acc_ram: str = "memory") -> None:
         Lane.check(dtypes=params.dtypes, ops=params.ops,
                    bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
+        if acc_ram not in ACC_RAM_FORMS:
+            raise ValueError(f"acc_ram must be one of {ACC_RAM_FORMS}, not {acc_ram!r}")
+        depth = 2 * params.slots * params.beats
+        if acc_ram == "ecp5" and depth > DP16KD_DEPTH:
+            raise ValueError(f"acc_ram 'ecp5' holds at most {DP16KD_DEPTH} accumulator beats, "
+                             f"not 2 x S x K/L = {depth}")
 
-    def __init__(self, params: Params, *, fp_stages=None):
+    def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory"):
         self._params = params
         self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
                                bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         self._lane_latency = Lane.latency_of(fp_stages)
+        self._acc_ram = acc_ram
         super().__init__({
             "issue": In(stream.Signature(loop_beat(params), always_ready=True)),
             "data": In(payload_beat(params)),
@@ -102,10 +129,43 @@ class LaneLoop(CheckedComponent):
             "busy": Out(1),
         })
 
+    @staticmethod
+    def acc_ram_for(params: Params, family: str) -> str:
+        """The accumulator RAM form for a build on ``family`` (``"ecp5"``,
+        ``"ice40"``, ...): ``"ecp5"`` on the ECP5 when the accumulators fit
+        its blocks' 4096 x 4 shape, else ``"memory"``."""
+        fits = 2 * params.slots * params.beats <= DP16KD_DEPTH
+        return "ecp5" if family == "ecp5" and fits else "memory"
+
+    @staticmethod
+    def read_stages_of(acc_ram: str = "memory") -> int:
+        """Cycles from a beat's issue to the lanes' input: the address
+        register, the RAM's read latency (2, or 1 ``"compact"``), the operand
+        register."""
+        return 3 if acc_ram == "compact" else 4
+
+    @staticmethod
+    def latency_of(fp_stages=None, acc_ram: str = "memory") -> int:
+        """Cycles from a beat's issue to its write-back."""
+        return Lane.latency_of(fp_stages) + LaneLoop.read_stages_of(acc_ram)
+
+    @staticmethod
+    def spacing_of(fp_stages=None, acc_ram: str = "memory") -> int:
+        """Fewest cycles between the issues of two combine beats to one
+        address: lane latency + 1 with forwarding, + 2 ``"compact"``."""
+        return Lane.latency_of(fp_stages) + (2 if acc_ram == "compact" else 1)
+
+    @property
+    def read_stages(self) -> int:
+        return self.read_stages_of(self._acc_ram)
+
     @property
     def latency(self) -> int:
-        """Cycles from a beat's issue to its write-back."""
-        return self._lane_latency + 3
+        return self.latency_of(self._lane_args["stages"], self._acc_ram)
+
+    @property
+    def spacing(self) -> int:
+        return self.spacing_of(self._lane_args["stages"], self._acc_ram)
 
     def elaborate(self, platform):
         m = Module()
@@ -113,10 +173,24 @@ class LaneLoop(CheckedComponent):
         L, B, S = p.lanes, p.beats, p.slots
         D = self._lane_latency
         stage_l = _stage(p)
+        word_l = acc_word(p)
+        compact = self._acc_ram == "compact"
+        R = self.read_stages - 2                  # RAM read latency
 
-        m.submodules.acc_mem = acc_mem = Memory(shape=acc_word(p), depth=2 * S * B, init=[])
-        acc_wr = acc_mem.write_port()
-        acc_rd = acc_mem.read_port(transparent_for=(acc_wr,))
+        if compact:
+            m.submodules.acc_mem = acc_mem = Memory(shape=word_l, depth=2 * S * B, init=[])
+            acc_wr = acc_mem.write_port()
+            acc_rd = acc_mem.read_port(transparent_for=(acc_wr,))
+            m.d.comb += acc_rd.en.eq(1)
+            w_addr, w_data, w_en, r_addr = acc_wr.addr, acc_wr.data, acc_wr.en, acc_rd.addr
+            entry = acc_rd.data
+        else:
+            m.submodules.acc_ram = acc_ram = WideRAM(word_l.size, 2 * S * B,
+                                                     form=self._acc_ram, out_reg=True)
+            m.d.comb += acc_ram.r_en.eq(1)
+            w_addr, w_data, w_en, r_addr = (acc_ram.w_addr, acc_ram.w_data, acc_ram.w_en,
+                                            acc_ram.r_addr)
+            entry = word_l(acc_ram.r_data)
         lanes = []
         for i in range(L):
             lane = Lane(**self._lane_args)
@@ -124,26 +198,20 @@ class LaneLoop(CheckedComponent):
             m.d.comb += lane.o.ready.eq(1)
             lanes.append(lane)
 
-        # Loop stages: address (RAM addresses), read (RAMs being read),
-        # operands (RAM outputs registered: the lanes' inputs), then D lane stages.
-        at_addr = Signal(stage_l)
-        at_addr_dtype = Signal(layouts.DType)
-        at_addr_op = Signal(layouts.Op)
-        at_read = Signal(stage_l)
-        at_read_dtype = Signal(layouts.DType)
-        at_read_op = Signal(layouts.Op)
-        at_operands = Signal(stage_l)
-        at_operands_dtype = Signal(layouts.DType)
-        at_operands_op = Signal(layouts.Op)
+        # Loop stages: address (the RAM read address), R read stages (the
+        # last one holds the RAM's entry), operands (the lanes' inputs),
+        # then D lane stages; the last one writes back.
+        kind_l = data.StructLayout({"dtype": layouts.DType, "op": layouts.Op})
+        names = ["at_addr"] + [f"at_read{k}" for k in range(R)] + ["at_operands"]
+        front = [Signal(stage_l, name=n) for n in names]
+        kinds = [Signal(kind_l, name=f"{n}_kind") for n in names]
+        at_addr, at_data, at_operands = front[0], front[-2], front[-1]
         in_lanes = [Signal(stage_l, name=f"in_lane{k}") for k in range(D)]
-        # Beats whose write-back is still ahead (the last one writes this
-        # cycle, and the read port is transparent to it).
-        in_loop = [at_addr, at_read, at_operands] + in_lanes[:D - 1]
-        m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx
-                                           for s in [at_addr, at_read, at_operands]
-                                           + in_lanes).any())
+        stages = front + in_lanes
+        out = in_lanes[D - 1]
+        m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
         for k in range(2):
-            for s in in_loop:
+            for s in stages[:self.spacing - 1]:
                 with m.If(s.valid & ~s.rtx & (s.addr == self.hazard_addr[k])):
                     m.d.comb += self.hazard[k].eq(1)
 
@@ -157,63 +225,76 @@ class LaneLoop(CheckedComponent):
             at_addr.first.eq(beat.first),
             at_addr.result.eq(beat.result),
             at_addr.bf16.eq(beat.bf16),
-            at_addr_dtype.eq(beat.dtype),
-            at_addr_op.eq(beat.op),
+            kinds[0].dtype.eq(beat.dtype),
+            kinds[0].op.eq(beat.op),
         ]
-        m.d.comb += [acc_rd.addr.eq(at_addr.addr), acc_rd.en.eq(1)]
-        m.d.sync += [at_read.eq(at_addr), at_read_dtype.eq(at_addr_dtype),
-                     at_read_op.eq(at_addr_op)]
+        m.d.comb += r_addr.eq(at_addr.addr)
+        for k in range(1, len(front) - 1):
+            m.d.sync += [front[k].eq(front[k - 1]), kinds[k].eq(kinds[k - 1])]
 
-        # Operands: the RAM outputs, registered; lane inputs. The stage
-        # delay line follows the lanes.
-        acc_in = Signal(acc_word(p))
+        # Write-back with the new sticky flags of the beat.
+        lane_nan = Cat(lane.o.payload.nan for lane in lanes) & out.mask
+        lane_ovf = Cat(lane.o.payload.ovf for lane in lanes) & out.mask
+        written = Signal(word_l)
+        m.d.comb += [written.nan.eq((out.nan & ~out.first) | lane_nan.any()),
+                     written.ovf.eq((out.ovf & ~out.first) | lane_ovf.any())]
+        for i, lane in enumerate(lanes):
+            m.d.comb += written.data[i].eq(lane.o.payload.r)
+        writes = out.valid & ~out.rtx
+        m.d.comb += [w_addr.eq(out.addr), w_data.eq(written), w_en.eq(writes)]
+
+        # Forwarding: the write-backs the entry at the data stage misses
+        # (this cycle's and the R before it: the read address was sampled at
+        # the edge ending the first of these cycles); the most recent wins.
+        operand = entry
+        if not compact:
+            history = [(writes, out.addr, written)]
+            for k in range(1, R + 1):
+                prev = history[-1]
+                held = (Signal(name=f"wrote{k}"), Signal.like(out.addr, name=f"wrote{k}_addr"),
+                        Signal(word_l, name=f"wrote{k}_word"))
+                m.d.sync += [h.eq(v) for h, v in zip(held, prev, strict=True)]
+                history.append(held)
+            for valid, addr, word in reversed(history):
+                operand = Mux(valid & (addr == at_data.addr), word, operand)
+
+        # Operands, registered: the lanes' inputs. The payload beat arrives
+        # at the second stage; the stage delay line follows the lanes.
+        acc_in = Signal(word_l)
+        payload = self.data
+        for k in range(R - 1):
+            delayed = Signal(payload_beat(p), name=f"payload_d{k}")
+            m.d.sync += delayed.eq(payload)
+            payload = delayed
         payload_in = Signal(payload_beat(p))
         rtx_out = Signal()       # the operands stage holds a retransmitted beat (not for lanes)
-        m.d.sync += [at_operands.eq(at_read), at_operands_dtype.eq(at_read_dtype),
-                     at_operands_op.eq(at_read_op), acc_in.eq(acc_rd.data),
-                     payload_in.eq(self.data), rtx_out.eq(at_read.valid & at_read.rtx)]
-        with m.If(at_read.rtx):
+        m.d.sync += [at_operands.eq(at_data), kinds[-1].eq(kinds[-2]), acc_in.eq(operand),
+                     payload_in.eq(payload), rtx_out.eq(at_data.valid & at_data.rtx)]
+        with m.If(at_data.rtx):
             m.d.sync += at_operands.valid.eq(0)
         for i, lane in enumerate(lanes):
             m.d.comb += [
                 lane.i.valid.eq(at_operands.valid),
                 lane.i.payload.a.eq(acc_in.data[i]),
                 lane.i.payload.b.eq(payload_in[i]),
-                lane.i.payload.dtype.eq(at_operands_dtype),
-                lane.i.payload.op.eq(at_operands_op),
+                lane.i.payload.dtype.eq(kinds[-1].dtype),
+                lane.i.payload.op.eq(kinds[-1].op),
                 lane.i.payload.first.eq(at_operands.first),
             ]
         m.d.sync += [in_lanes[0].eq(at_operands), in_lanes[0].nan.eq(acc_in.nan),
                      in_lanes[0].ovf.eq(acc_in.ovf)]
         for k in range(1, D):
             m.d.sync += in_lanes[k].eq(in_lanes[k - 1])
-        out = in_lanes[D - 1]
 
-        # Write-back with the new sticky flags of the beat.
-        lane_nan = Cat(lane.o.payload.nan for lane in lanes) & out.mask
-        lane_ovf = Cat(lane.o.payload.ovf for lane in lanes) & out.mask
-        new_nan = (out.nan & ~out.first) | lane_nan.any()
-        new_ovf = (out.ovf & ~out.first) | lane_ovf.any()
-        with m.If(out.valid):
-            m.d.comb += [
-                acc_wr.addr.eq(out.addr),
-                acc_wr.en.eq(1),
-                acc_wr.data.nan.eq(new_nan),
-                acc_wr.data.ovf.eq(new_ovf),
-            ]
-            for i, lane in enumerate(lanes):
-                m.d.comb += acc_wr.data.data[i].eq(lane.o.payload.r)
-
-        # RESULT beats: from the lanes (a completing round) or the registered
-        # RAM output (a retransmission, issued only once the lanes are empty).
+        # RESULT beats: from the lanes (a completing round) or the operand
+        # register (a retransmission, issued only once the lanes are empty).
         rb = self.res_beat
         m.d.sync += rb.valid.eq(0)
         with m.If(out.valid & out.result):
             m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(out.mask),
-                         rb.payload.nan.eq(new_nan), rb.payload.ovf.eq(new_ovf),
-                         rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16)]
-            for i, lane in enumerate(lanes):
-                m.d.sync += rb.payload.data[i].eq(lane.o.payload.r)
+                         rb.payload.nan.eq(written.nan), rb.payload.ovf.eq(written.ovf),
+                         rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16),
+                         rb.payload.data.eq(written.data)]
         with m.Elif(rtx_out):
             m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(at_operands.mask),
                          rb.payload.nan.eq(acc_in.nan), rb.payload.ovf.eq(acc_in.ovf),
@@ -221,6 +302,5 @@ class LaneLoop(CheckedComponent):
                          rb.payload.bf16.eq(at_operands.bf16),
                          rb.payload.data.eq(acc_in.data)]
 
-        m.d.comb += self.busy.eq(at_addr.valid | at_read.valid | at_operands.valid | rtx_out
-                                 | rb.valid | Cat(s.valid for s in in_lanes).any())
+        m.d.comb += self.busy.eq(rtx_out | rb.valid | Cat(s.valid for s in stages).any())
         return m

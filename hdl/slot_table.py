@@ -22,6 +22,7 @@ from netagg.hdl.credit import ResultCredit
 from netagg.hdl.decision import Decision
 from netagg.hdl.issue_queue import IssueQueue
 from netagg.hdl.lane import Lane
+from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.payload_buffer import PayloadBuffer
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.slot_layouts import (
@@ -57,38 +58,54 @@ class SlotTable(CheckedComponent):
 
     Decisions (the slot algorithm) are taken in arrival order. The beats of
     up to two decided messages are issued to the lanes, one beat per cycle:
-    a read-after-write hazard (a beat of the same copy and index still in
-    the read-add-write loop of ``loop_latency`` cycles) holds the older one,
-    and the younger one issues meanwhile if it is of another slot (and not
-    both of them complete a round); messages of one slot keep their order.
-    Cycles in which a combine waits and nothing issues pulse ``stall`` (one
-    cycle late). Decisions are at least four cycles apart (state read, decision
-    terms and decision are registered): messages of four beats or more keep
-    the lanes busy. Loop latency: ``loop_latency`` = lane latency + 3.
+    a read-after-write hazard (a combine beat of the same copy and index
+    issued less than ``spacing`` = lane latency + 1 cycles ago; the loop
+    forwards the results of earlier ones) holds the older one, and the
+    younger one issues meanwhile if it is of another slot (and not both of
+    them complete a round); messages of one slot keep their order. Cycles in
+    which a combine waits and nothing issues pulse ``stall`` (one cycle
+    late). Decisions: up to one per cycle (below), so messages of one beat
+    or more can keep the lanes busy. Loop latency (issue to write-back): ``loop_latency`` =
+    lane latency + 4 (+ 3 with ``acc_ram="compact"``, where the spacing is
+    lane latency + 2). ``acc_ram``: the accumulator loop's build form
+    (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    The decision pipeline of the message at the head of ``desc`` (``age``
-    counts its cycles there, saturating at 3): age 0, its slot word is read
-    and its descriptor registered; age 1, the word is registered; age 2, the
-    decision terms (:class:`Decision`'s outputs) are registered; from age 3
-    it is decided as soon as the issue queue has room (a combine: an entry
-    free; anything else: the queue empty), the back-end has credit for its
-    RESULT and ``res_desc`` is ready. A message dropped by the validator
-    needs no slot word and is decided from age 2. At the decision the verdict
+    The decision pipeline, three registered stages, one message each, in
+    arrival order (a stage takes the next message when it is empty or its
+    message moves on): A, the descriptor taken from ``desc`` (its slot word
+    being read); B, the slot word registered and the decision
+    (:class:`Decision`) computed from it; C, the decision's terms
+    registered. The message in C is decided as soon as the issue queue has
+    room (a combine: an entry free; anything else: the queue empty), the
+    back-end has credit for its RESULT and ``res_desc`` is ready: three
+    cycles after it is taken at the earliest. At the decision the verdict
     is registered, the slot word is written (ACCEPT), the RESULT descriptor
     is offered and the message is pushed to the issue queue (a combine or a
-    retransmission) or its payload released (anything else).
+    retransmission) or its payload released (anything else). Slot words
+    are forwarded, so that back-to-back messages of one slot see each
+    other: B decides on C's new word when C holds an ACCEPT of the same
+    slot, and a word written at the decision replaces the copies of that
+    slot read in A and being taken into A. A message dropped by the
+    validator passes through the same stages (its slot word unused). With
+    ``acc_ram="compact"`` (fewest cells, for slow clocks) there is one stage:
+    B, decided from the slot RAM's read register through the combinational
+    decision, one cycle after the message is taken at the earliest; a
+    message is not taken while one of its slot is in B.
     """
 
     @staticmethod
-    def check(params: Params, *, result_beats: int, data_beats: int, fp_stages=None) -> None:
+    def check(params: Params, *, result_beats: int, data_beats: int, fp_stages=None,
+              acc_ram: str = "memory") -> None:
         PayloadBuffer.check(params, depth=data_beats)
         if result_beats < params.beats:
             raise ValueError(f"result_beats ({result_beats}) must hold one full RESULT "
                              f"({params.beats} beats)")
-        IssueQueue.check(params, data_beats=data_beats, fp_stages=fp_stages)
+        IssueQueue.check(params, data_beats=data_beats, fp_stages=fp_stages, acc_ram=acc_ram)
 
-    def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None):
+    def __init__(self, params: Params, *, result_beats: int, data_beats: int, fp_stages=None,
+                 acc_ram: str = "memory"):
         self._params = params
+        self._acc_ram = acc_ram
         self._data_beats = data_beats
         self._result_beats = result_beats
         self._fp_stages = fp_stages
@@ -112,13 +129,14 @@ class SlotTable(CheckedComponent):
 
     @property
     def loop_latency(self) -> int:
-        """Cycles from reading a beat's accumulators to writing them back."""
-        return self._lane_latency + 3
+        """Cycles from a beat's issue to its accumulators' write-back."""
+        return LaneLoop.latency_of(self._fp_stages, self._acc_ram)
 
     @staticmethod
-    def loop_latency_of(fp_stages=None) -> int:
-        """:attr:`loop_latency` of a slot table built with ``fp_stages``."""
-        return Lane.latency_of(fp_stages) + 3
+    def loop_latency_of(fp_stages=None, acc_ram: str = "memory") -> int:
+        """:attr:`loop_latency` of a slot table built with ``fp_stages`` and
+        ``acc_ram``."""
+        return LaneLoop.latency_of(fp_stages, acc_ram)
 
     def elaborate(self, platform):
         m = Module()
@@ -129,7 +147,7 @@ class SlotTable(CheckedComponent):
         m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats)
         m.submodules.decision = decision = Decision(p)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
-                                                fp_stages=self._fp_stages)
+                                                fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
 
         wiring.connect(m, wiring.flipped(self.data), payload.w)
@@ -139,8 +157,8 @@ class SlotTable(CheckedComponent):
                      self.stall.eq(issue.stall)]
 
         # ---------------- slot words; after reset, cleared ----------------
-        # A slot word is never used as read in the cycle it is written (decisions
-        # re-read the state): no read-during-write logic.
+        # A word read at the edge where it is written is replaced by the
+        # forwarded one (below): no read-during-write logic.
         m.submodules.state_mem = state_mem = Memory(shape=slot_state(p), depth=S, init=[],
                                                     attrs=NO_RW_CHECK)
         state_wr = state_mem.write_port()
@@ -153,33 +171,77 @@ class SlotTable(CheckedComponent):
                 m.d.sync += clearing.eq(0)
         m.d.comb += self.ready.eq(~clearing)
 
-        # ---------------- the message at the head ----------------
-        state_read = registered_read(m, state_mem, self.desc.payload.slot_abs,
-                                     name="state_read")
-        # The head's descriptor comes straight from the FIFO's RAM: the decision
-        # uses a copy in registers (the head's own from age 1 on).
-        head = Signal(descriptor(p))
-        m.d.sync += head.eq(self.desc.payload)
-        state = Signal(slot_state(p))
-        m.d.sync += state.eq(state_read)
-        age = Signal(2)
-        with m.If(~self.desc.valid | self.desc.ready | clearing):
-            m.d.sync += age.eq(0)
-        with m.Elif(age != 3):
-            m.d.sync += age.eq(age + 1)
-        m.d.comb += [decision.desc.eq(head), decision.state.eq(state)]
-
-        # ---------------- the decision terms, registered ----------------
-        terms = Signal(data.StructLayout({
+        # ---------------- the decision pipeline: A, B, C ----------------
+        desc_l = descriptor(p)
+        state_l = slot_state(p)
+        terms_l = data.StructLayout({
             "verdict": layouts.Verdict,
             "mode": Mode,
             "needs_result": unsigned(1),
             "result_beats": unsigned(beat_count_bits(p)),
             "result_n": decision.result_n.shape(),
             "completes": unsigned(1),
-            "new_state": slot_state(p),
-        }))
-        m.d.sync += [
+            "new_state": state_l,
+            "first": unsigned(1),
+            "round": decision.round.shape(),
+            "beats": unsigned(beat_count_bits(p)),
+        })
+        a_valid, b_valid, c_valid = Signal(), Signal(), Signal()
+        a_desc, b_desc, c_desc = (Signal(desc_l, name=f"{n}_desc") for n in "abc")
+        terms = Signal(terms_l)         # C's decision
+        decide = Signal()
+        compact = self._acc_ram == "compact"
+        c_free = ~c_valid | decide
+        b_moves = b_valid & c_free
+        b_free = ~b_valid | (decide if compact else b_moves)
+        # The word written by this cycle's decision (an ACCEPT in C).
+        writing = decide & (terms.verdict == V.ACCEPT)
+        written_slot = c_desc.slot_abs
+        incoming = self.desc.payload
+        take = Signal()
+        m.d.comb += self.desc.ready.eq(take)
+        if compact:
+            # Fewest cells: no stage A, and C is B: decided from the RAM's
+            # read register, no forwarding; a message is not taken while one
+            # of its slot is in B.
+            same_b = b_valid & (b_desc.slot_abs == incoming.slot_abs)
+            m.d.comb += take.eq(self.desc.valid & ~clearing & b_free & ~same_b)
+            state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
+                                         name="state_read")
+            with m.If(take):
+                m.d.sync += [b_valid.eq(1), b_desc.eq(incoming)]
+            with m.Elif(b_moves):
+                m.d.sync += b_valid.eq(0)
+            b_state = state_read
+        else:
+            a_fwd_valid = Signal()          # A's slot word was written since its read
+            a_fwd = Signal(state_l)
+            b_state = Signal(state_l)
+            a_moves = a_valid & b_free
+            m.d.comb += take.eq(self.desc.valid & ~clearing & (~a_valid | a_moves))
+            state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
+                                         name="state_read")
+            with m.If(take):
+                m.d.sync += [a_valid.eq(1), a_desc.eq(incoming),
+                             a_fwd_valid.eq(writing & (written_slot == incoming.slot_abs)),
+                             a_fwd.eq(terms.new_state)]
+            with m.Elif(a_moves):
+                m.d.sync += a_valid.eq(0)
+            a_state = Mux(a_fwd_valid, a_fwd, state_read)
+            with m.If(a_moves):
+                m.d.sync += [b_valid.eq(1), b_desc.eq(a_desc),
+                             b_state.eq(Mux(writing & (written_slot == a_desc.slot_abs),
+                                            terms.new_state, a_state))]
+            with m.Elif(b_moves):
+                m.d.sync += b_valid.eq(0)
+        m.d.comb += decision.desc.eq(b_desc)
+        if compact:
+            m.d.comb += decision.state.eq(b_state)
+        else:
+            c_writes_b = (c_valid & (terms.verdict == V.ACCEPT)
+                          & (c_desc.slot_abs == b_desc.slot_abs))
+            m.d.comb += decision.state.eq(Mux(c_writes_b, terms.new_state, b_state))
+        decided = [
             terms.verdict.eq(decision.verdict),
             terms.mode.eq(decision.mode),
             terms.needs_result.eq(decision.needs_result),
@@ -187,38 +249,43 @@ class SlotTable(CheckedComponent):
             terms.result_n.eq(decision.result_n),
             terms.completes.eq(decision.completes),
             terms.new_state.eq(decision.new_state),
+            terms.first.eq(decision.first),
+            terms.round.eq(decision.round),
+            terms.beats.eq(decision.beats),
         ]
+        if compact:
+            # C is B itself: decided from B's terms as they are computed.
+            m.d.comb += [c_valid.eq(b_valid), c_desc.eq(b_desc)] + decided
+        else:
+            with m.If(b_moves):
+                m.d.sync += [c_valid.eq(1), c_desc.eq(b_desc)] + decided
+            with m.Elif(decide):
+                m.d.sync += c_valid.eq(0)
 
         # ---------------- the decision ----------------
-        needs_state = head.verdict == V.ACCEPT
-        # Only registered terms: a combine needs a free queue entry, anything
+        head = c_desc
+        # Only registers decide: a combine needs a free queue entry, anything
         # else an empty queue.
         room = Mux(terms.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
-        decide = Signal()
-        m.d.comb += decide.eq(
-            self.desc.valid & ~clearing & room & Mux(needs_state, age == 3, age >= 2)
-            & (~terms.needs_result | credit.ok) & self.res_desc.ready)
-        m.d.comb += self.desc.ready.eq(decide)
+        m.d.comb += decide.eq(c_valid & room & (~terms.needs_result | credit.ok)
+                              & self.res_desc.ready)
 
-        with m.If(decide & (terms.verdict == V.ACCEPT)):
-            m.d.comb += [state_wr.addr.eq(head.slot_abs), state_wr.data.eq(terms.new_state),
+        with m.If(writing):
+            m.d.comb += [state_wr.addr.eq(written_slot), state_wr.data.eq(terms.new_state),
                          state_wr.en.eq(1)]
 
-        # The combinational outputs used here depend on the head and its
-        # state only, which are stable from age 2: at the decision they are
-        # the head's, as are the registered terms.
         req = issue.push.payload
         m.d.comb += [
             issue.push.valid.eq(decide & (terms.mode != Mode.DISCARD)),
             req.rtx.eq(terms.mode == Mode.RETRANSMIT),
             req.slot.eq(head.slot_abs),
             req.ver.eq(head.meta.ver),
-            req.first.eq(decision.first),
+            req.first.eq(terms.first),
             req.result.eq(terms.needs_result),
-            req.dtype.eq(decision.round.dtype),
-            req.op.eq(decision.round.op),
-            req.beats.eq(decision.beats),
-            req.count.eq(decision.round.count),
+            req.dtype.eq(terms.round.dtype),
+            req.op.eq(terms.round.op),
+            req.beats.eq(terms.beats),
+            req.count.eq(terms.round.count),
             req.data_addr.eq(payload.head),
             req.data_beats.eq(Mux(terms.mode == Mode.LANES, head.beats, 0)),
         ]
@@ -241,10 +308,10 @@ class SlotTable(CheckedComponent):
         m.d.comb += [
             self.res_desc.valid.eq(decide & terms.needs_result),
             rd.meta.eq(head.meta),
-            rd.meta.dtype.eq(decision.round.dtype),
-            rd.meta.op.eq(decision.round.op),
-            rd.meta.count.eq(decision.round.count),
-            rd.meta.offset.eq(decision.round.offset),
+            rd.meta.dtype.eq(terms.round.dtype),
+            rd.meta.op.eq(terms.round.op),
+            rd.meta.count.eq(terms.round.count),
+            rd.meta.offset.eq(terms.round.offset),
             rd.tag.eq(head.tag),
             rd.multicast.eq(terms.verdict == V.ACCEPT),
             rd.workers.eq(head.workers),
@@ -252,5 +319,6 @@ class SlotTable(CheckedComponent):
             rd.beats.eq(terms.result_beats),
         ]
 
-        m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing)
+        m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing | a_valid | b_valid
+                                 | c_valid)
         return m

@@ -20,16 +20,18 @@ _PREAMBLE = """\
 """
 
 
-def verilog_text(params: Params, *, fp_stages=None) -> str:
+def verilog_text(params: Params, *, fp_stages=None, acc_ram: str = "memory") -> str:
     """Verilog-2005 of ``netagg_core`` for these parameters, as every flow
     should synthesise it (:mod:`netagg.hdl.netlist`: plain names, no
-    power-up value on block-RAM read registers)."""
-    core = NetaggCore(params, fp_stages=fp_stages)
+    power-up value on block-RAM read registers). ``acc_ram="ecp5"``: the
+    accumulators in ``DP16KD`` instances (Lattice ECP5 flows only;
+    :class:`~netagg.hdl.core.NetaggCore`)."""
+    core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
     text = fix_verilog(verilog.convert(core, name="netagg_core", emit_src=False))
     desc = ", ".join(f"{k}={v}" for k, v in params.to_dict().items())
-    return _PREAMBLE.format(params=f"{desc}, fp_stages={fp_stages}") + text
+    return _PREAMBLE.format(params=f"{desc}, fp_stages={fp_stages}, acc_ram={acc_ram}") + text
 
 
-def write_verilog(params: Params, path, *, fp_stages=None) -> None:
+def write_verilog(params: Params, path, *, fp_stages=None, acc_ram: str = "memory") -> None:
     with open(path, "w") as f:
-        f.write(verilog_text(params, fp_stages=fp_stages))
+        f.write(verilog_text(params, fp_stages=fp_stages, acc_ram=acc_ram))

@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write synthesisable Verilog-2005 of the core "
                                    "(top module netagg_core).")
     p.add_argument("-o", "--output", required=True, metavar="FILE.v", help="Verilog file to write")
+    p.add_argument("--acc-ram", choices=("memory", "ecp5"), default="memory",
+                   help="accumulator RAM: memory (portable, default) or ecp5 (DP16KD blocks "
+                        "with their output register; Lattice ECP5 only, 2 x S x K/L <= 4096)")
 
     p = sub.add_parser("sim", parents=[params], allow_abbrev=False,
                        help="run the generated RTL in a simulator on a pcap",
@@ -263,7 +266,7 @@ def _ctrl_args(args, params, *, frontend=True):
 
 def cmd_generate(args, params) -> int:
     write_verilog = _backend("netagg.hdl.top", "write_verilog", "generate")
-    write_verilog(params, args.output, fp_stages=args.fp_stages)
+    write_verilog(params, args.output, fp_stages=args.fp_stages, acc_ram=args.acc_ram)
     print(f"netagg: wrote {args.output}")
     return 0
 

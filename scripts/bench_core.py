@@ -2,8 +2,8 @@
 """Throughput and latency of the netagg core, measured in simulation
 (amaranth.sim, cycle-accurate RTL), printed as a table and JSON.
 
-Patterns (every message a full slot of K elements, fp32 sum, ingress always
-valid, egress always ready):
+Patterns (every message ``--count`` elements, default a full slot of K,
+fp32 sum, ingress always valid, egress always ready):
   random    messages of random workers to random slots of several jobs;
   lockstep  each of W workers streams its window of slots in order, the
             workers interleaved, so consecutive messages mostly hit one slot;
@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 
+from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.slot_table import SlotTable
 from netagg.params import Params
 from netagg.sim.drive import run_core
@@ -64,6 +65,8 @@ def main(argv=None) -> int:
     ap.add_argument("--slots", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--window", type=int, default=8)
+    ap.add_argument("--count", type=int, default=None,
+                    help="elements per message (default K: full slots)")
     ap.add_argument("--fp-stages", type=int, default=None)
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = ap.parse_args(argv)
@@ -72,13 +75,19 @@ def main(argv=None) -> int:
     probe = SlotTable(params, result_beats=_pow2(params.beats), data_beats=_pow2(params.beats),
                       fp_stages=args.fp_stages)
     D = probe.loop_latency
-    bound = min(1.0, params.elements / (params.lanes * D))
+    spacing = LaneLoop.spacing_of(args.fp_stages)
+    count = params.elements if args.count is None else args.count
+    beats = -(-count // params.lanes)
+    bound = min(1.0, beats / spacing)
     out = {"params": params.to_dict(), "fp_stages": args.fp_stages, "loop_latency": D,
-           "hammer_bound": round(bound, 4), "patterns": {}}
-    for name, msgs in saturation_patterns(params, args.workers, args.rounds, args.window).items():
+           "spacing": spacing, "count": count, "hammer_bound": round(bound, 4), "patterns": {}}
+    for name, msgs in saturation_patterns(params, args.workers, args.rounds, args.window,
+                                          count=count).items():
         out["patterns"][name] = measure(params, args.workers, msgs, args.fp_stages)
-    print(f"core L={params.lanes} K={params.elements} W={args.workers}: "
-          f"read-add-write loop D={D} cycles, hammer bound min(1, K/(L*D)) = {bound:.3f}")
+    print(f"core L={params.lanes} K={params.elements} W={args.workers}, "
+          f"messages of {count} elements: "
+          f"read-add-write loop {D} cycles, same-address spacing D={spacing} cycles "
+          f"(forwarding), hammer bound min(1, beats/D) = {bound:.3f}")
     print(f"{'pattern':10} {'msgs':>5} {'beats':>6} {'cycles':>7} {'beats/cyc':>9} "
           f"{'stalls':>6} {'lat min':>7} {'lat max':>7}")
     for name, r in out["patterns"].items():

@@ -114,10 +114,11 @@ def _beats(message, seq: int, lanes: int):
 
 def run_core(params: Params, jobs: JobTable, messages, *, seed: int = 0, gap: float = 0.0,
              backpressure: float = 0.0, fp_stages: int | None = None,
-             max_cycles: int = 200_000) -> CoreRun:
-    """Run ``messages`` through a core (see the module docstring)."""
+             acc_ram: str = "memory", max_cycles: int = 200_000) -> CoreRun:
+    """Run ``messages`` through a core (see the module docstring) built with
+    ``fp_stages`` and ``acc_ram`` (:class:`~netagg.hdl.core.NetaggCore`)."""
     rng = random.Random(seed)
-    dut = NetaggCore(params, fp_stages=fp_stages)
+    dut = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
     L = params.lanes
     run = CoreRun([], [], {}, [], [], [])
     n = len(messages)

@@ -101,12 +101,14 @@ def _design_digest() -> str:
     return h.hexdigest()
 
 
-def build_key(params: Params, fp_stages: int | None = None) -> str:
-    """The cache key of a build: hardware parameters, ``fp_stages`` and the
-    design's sources."""
+def build_key(params: Params, fp_stages: int | None = None, acc_ram: str = "memory") -> str:
+    """The cache key of a build: hardware parameters, ``fp_stages``,
+    ``acc_ram`` and the design's sources."""
     hw = {k: v for k, v in params.to_dict().items() if k not in _NOT_HARDWARE}
-    blob = json.dumps({"params": hw, "fp_stages": fp_stages, "design": _design_digest()},
-                      sort_keys=True)
+    key = {"params": hw, "fp_stages": fp_stages, "design": _design_digest()}
+    if acc_ram != "memory":
+        key["acc_ram"] = acc_ram
+    blob = json.dumps(key, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -121,16 +123,21 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+DP16KD_MODEL = Path(__file__).with_name("dp16kd_model.v")
+"""A behavioural model of the ECP5 ``DP16KD`` in the configuration the
+``acc_ram="ecp5"`` core uses (Yosys declares the cell without behaviour)."""
+
+
 def verilog_path(params: Params, fp_stages: int | None = None,
-                 root: str | os.PathLike | None = None) -> Path:
+                 root: str | os.PathLike | None = None, acc_ram: str = "memory") -> Path:
     """The cached Verilog of the core (written on first use)."""
-    d = Path(root or cache_root()) / f"core-{build_key(params, fp_stages)}"
+    d = Path(root or cache_root()) / f"core-{build_key(params, fp_stages, acc_ram)}"
     v = d / f"{TOPLEVEL}.v"
     with _locked(d / "verilog.lock"):
         if not v.exists():
             from netagg.hdl.top import write_verilog
             tmp = d / f".{TOPLEVEL}.v.{os.getpid()}"
-            write_verilog(params, tmp, fp_stages=fp_stages)
+            write_verilog(params, tmp, fp_stages=fp_stages, acc_ram=acc_ram)
             os.replace(tmp, v)
             (d / "params.json").write_text(json.dumps(
                 {"params": params.to_dict(), "fp_stages": fp_stages}, indent=1) + "\n")
@@ -184,22 +191,25 @@ def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
                fp_stages: int | None = None, env: dict | None = None,
                testcase: str | None = None, seed: int | None = None,
                root: str | os.PathLike | None = None, quiet: bool = False,
-               coverage: str | os.PathLike | None = None) -> Path:
+               coverage: str | os.PathLike | None = None, acc_ram: str = "memory") -> Path:
     """Build (cached) and run the cocotb test ``module`` on the core; returns
     the results XML. Raises :class:`SimError` if a test failed or the
     simulator did not run. ``coverage``: Verilator only, a build with line
     and toggle coverage (its own cache directory) that writes its
-    ``coverage.dat`` to this path (read by :mod:`netagg.sim.coverage`)."""
+    ``coverage.dat`` to this path (read by :mod:`netagg.sim.coverage`).
+    ``acc_ram="ecp5"``: the core with its accumulators in ``DP16KD``
+    instances, simulated with :data:`DP16KD_MODEL`."""
     if simulator not in SIMULATORS:
         raise SimError(f"unknown simulator {simulator!r} (choose from {', '.join(SIMULATORS)})")
     _sim_env_path()
     _check_tools(simulator)
-    source = verilog_path(params, fp_stages, root)
+    source = verilog_path(params, fp_stages, root, acc_ram)
     if coverage is not None and simulator != "verilator":
         raise SimError("coverage needs the verilator simulator")
     build = source.parent / (simulator if coverage is None else f"{simulator}-coverage")
     cls = _simulator_class(simulator)
-    kwargs = dict(toplevel=TOPLEVEL, module=module, verilog_sources=[str(source)],
+    sources = [str(source)] + ([str(DP16KD_MODEL)] if acc_ram == "ecp5" else [])
+    kwargs = dict(toplevel=TOPLEVEL, module=module, verilog_sources=sources,
                   sim_build=str(build), timescale=TIMESCALE)
     if simulator == "verilator":
         kwargs["compile_args"] = list(VERILATOR_ARGS)

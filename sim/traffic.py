@@ -155,9 +155,10 @@ def random_traffic(params: Params, jobs: JobTable, n: int, *, seed: int = 0,
 
 
 def saturation_patterns(params: Params, workers: int, rounds: int, window: int,
-                        seed: int = 0) -> dict[str, list[bytes]]:
-    """Job 0's ``workers`` send full slots (K fp32 elements, sum) to slots
-    ``0 .. window-1``, ``rounds`` rounds each (ver alternating):
+                        seed: int = 0, count: int | None = None) -> dict[str, list[bytes]]:
+    """Job 0's ``workers`` send ``count`` fp32 elements (sum; default K, a
+    full slot) to slots ``0 .. window-1``, ``rounds`` rounds each (ver
+    alternating):
 
     - ``random``: every slot's workers in a random order, slots interleaved at random;
     - ``lockstep``: each worker streams the window in order, workers interleaved,
@@ -165,7 +166,9 @@ def saturation_patterns(params: Params, workers: int, rounds: int, window: int,
     - ``hammer``: one slot alone, ``rounds * window`` rounds.
     """
     rng = random.Random(seed)
-    K = params.elements
+    K = params.elements if count is None else count
+    if not 1 <= K <= params.elements:
+        raise ValueError(f"count must be in 1..{params.elements}, not {count}")
 
     def msg(slot, ver, w):
         vals = np.asarray([rng.uniform(-1, 1) for _ in range(K)], dtype=np.float32)

@@ -321,16 +321,18 @@ def fake_module(monkeypatch, name, **functions):
 def test_generate_dispatch(monkeypatch, capsys, tmp_path):
     calls = []
     fake_module(monkeypatch, "netagg.hdl.top",
-                write_verilog=lambda params, path, fp_stages=None: calls.append(
-                    (params, path, fp_stages)))
+                write_verilog=lambda params, path, fp_stages=None, acc_ram="memory": calls.append(
+                    (params, path, fp_stages, acc_ram)))
     code, out, err = run(["generate", "-o", "core.v", "--lanes", "4", "--dtypes", "bf16,fp32",
                           "--fp-stages", "3"], capsys)
     assert code == 0, err
-    assert calls == [(Params(lanes=4, dtypes=("fp32", "bf16")), "core.v", 3)]
-    code, _, _ = run(["generate", "-o", "core.v"], capsys)
-    assert calls[-1] == (Params(), "core.v", None)
+    assert calls == [(Params(lanes=4, dtypes=("fp32", "bf16")), "core.v", 3, "memory")]
+    code, _, _ = run(["generate", "-o", "core.v", "--acc-ram", "ecp5"], capsys)
+    assert calls[-1] == (Params(), "core.v", None, "ecp5")
+    code, _, err = run(["generate", "-o", "core.v", "--acc-ram", "bram"], capsys)
+    assert code == 2 and "--acc-ram" in err
 
-    def refuse(params, path, fp_stages=None):
+    def refuse(params, path, fp_stages=None, acc_ram="memory"):
         raise ValueError("fp_stages must be in 1..6, not 9\n(details)")
     fake_module(monkeypatch, "netagg.hdl.top", write_verilog=refuse)
     code, _, err = run(["generate", "-o", "core.v", "--fp-stages", "9"], capsys)

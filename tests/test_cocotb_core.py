@@ -44,6 +44,16 @@ def test_regression(config, simulator, seed):
                        env={"NETAGG_TB_SEED": str(seed)})
 
 
+@pytest.mark.cocotb
+def test_regression_ecp5_accumulator_ram(seed):
+    """The default shape with its accumulators in DP16KD blocks (the ECP5
+    builds' form, ``acc_ram="ecp5"``), under Icarus with the block model:
+    the same bench, bit-exact against the golden model."""
+    harness.run_cocotb(Params(**CONFIGS["L8-K64-W8"]), harness.REGRESSION_MODULE,
+                       simulator="icarus", root=BUILD, quiet=True, acc_ram="ecp5",
+                       env={"NETAGG_TB_SEED": str(seed)})
+
+
 # -- the bench's pure parts (no simulator) ------------------------------------
 
 def test_unwrap_tag():

@@ -56,16 +56,33 @@ def test_random_traffic(name, seed):
     check(params, jobs, msgs, seed=seed, gap=0.2, backpressure=0.4)
 
 
-def test_back_to_back_same_slot_hazard():
-    """Single-beat messages to one slot back to back: every sum must see the
-    previous one (read-after-write across the adder pipeline)."""
+@pytest.mark.parametrize("name", ["l4k16", "l1k4-bf16acc"])
+def test_random_traffic_compact_loop(name, seed):
+    """The smallest build form (``acc_ram="compact"``: transparent read, no
+    forwarding), with the shortest and a longer lane pipeline."""
+    params, jobs = build(name)
+    msgs = random_traffic(params, jobs, 150, seed=seed)
+    for fp_stages in (0, None):
+        check(params, jobs, msgs, seed=seed, gap=0.2, backpressure=0.4, fp_stages=fp_stages,
+              acc_ram="compact")
+
+
+@pytest.mark.parametrize("acc_ram", ["memory", "compact"])
+@pytest.mark.parametrize("fp_stages", [0, 2, None])
+def test_back_to_back_same_slot_hazard(acc_ram, fp_stages):
+    """Messages of one to four beats to one slot back to back, so that
+    contributions to one accumulator address come at every spacing from the
+    decision interval up: every sum must see the previous one
+    (read-after-write across the adder pipeline, forwarding)."""
     params, jobs = build("l4k16")
     msgs = []
-    for rnd in range(6):
+    for rnd in range(8):
+        n = [2, 5, 9, 16][rnd % 4]
         for w in range(3):
-            msgs.append(make_contrib(0, 0, rnd % 2, w, [0x3F800000 + w + rnd, 0x3F800001],
+            msgs.append(make_contrib(0, 0, rnd % 2, w,
+                                     [0x3F800000 + w + rnd + 7 * i for i in range(n)],
                                      dtype=DType.FP32, op=Op.SUM))
-    stall = check(params, jobs, msgs)
+    stall = check(params, jobs, msgs, fp_stages=fp_stages, acc_ram=acc_ram)
     assert stall > 0
 
 

@@ -102,7 +102,7 @@ def test_add_specials(fmt, table):
     check_add(fmt, a, b, run_adder(dut, a, b))
 
 
-@pytest.mark.parametrize("stages", [0, 2, 4, 6])
+@pytest.mark.parametrize("stages", range(FPAdd.MAX_STAGES + 1))
 @pytest.mark.parametrize("fmt", [FP32, BF16], ids=["fp32", "bf16"])
 def test_add_random(fmt, stages):
     rng = np.random.default_rng(stages * 2 + (fmt is BF16))

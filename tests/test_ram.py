@@ -5,7 +5,7 @@ on ``r_en``), under random writes and reads.
 
 The ``"memory"`` form runs in amaranth.sim; both forms run side by side in
 Icarus Verilog, the ``"ecp5"`` form's DP16KD instances simulated by
-tests/dp16kd_model.v (Yosys's cells_sim.v only declares DP16KD, without
+sim/dp16kd_model.v (Yosys's cells_sim.v only declares DP16KD, without
 behaviour), whose ports and parameters Yosys checks against that
 declaration. Seed: NETAGG_RAM_SEED (printed)."""
 
@@ -25,9 +25,10 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
+from netagg.sim import harness
 
 SEED = int(os.environ.get("NETAGG_RAM_SEED", "2026"))
-MODEL = Path(__file__).with_name("dp16kd_model.v")
+MODEL = harness.DP16KD_MODEL
 
 
 def stimulus(rng, depth, width, cycles):
