@@ -16,7 +16,7 @@ export OPENFPGALOADER ?= true
 JOBS_N ?= 2
 OUT ?= out
 
-.PHONY: setup run test test-slow formal install-check sim sim-verilator verilog lint bench sweep clean
+.PHONY: setup run test test-slow formal install-check board sim sim-verilator verilog lint bench sweep clean
 
 setup: $(VENV)/.stamp
 
@@ -40,6 +40,17 @@ test-slow: setup
 # outside the checkout (CI runs it after `make test`).
 install-check: setup
 	PYTHON=$(PY) bash .ci/installed
+
+# The Colorlight 5A-75B two-port Ethernet switch bitstream (the board's
+# default parameters, control plane and a job table), failing unless every
+# clock domain meets its constraint (CI runs it after `make test`;
+# docs/ethernet.md, "Board build").
+BOARD_KEY ?= 0123456789abcdef
+board: setup
+	mkdir -p $(OUT)
+	$(VENV)/bin/netagg build --board colorlight-5a75b --outdir build/colorlight-5a75b \
+		--ctrl-key $(BOARD_KEY) --jobs-config .ci/colorlight-jobs.json \
+		--json $(OUT)/colorlight-5a75b.json --require-timing
 
 # Bounded proofs of the core's promises, their covers and planted bugs
 # (tests/formal, docs/verification.md): the short ones also run in `make test`.

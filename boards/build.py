@@ -174,7 +174,7 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     if spec.kind == "selftest":
         result["selftest"] = top.selftest.summary()
     if spec.kind == "ethernet":
-        result["ethernet"] = top.summary()
+        result["ethernet"] = top.summary(rep["clocks"])
     _write(outdir, result)
     return result
 

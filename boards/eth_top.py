@@ -2,7 +2,7 @@
 docs/boards.md): ``netagg build --board colorlight-5a75b``.
 
 Clocks: the 25 MHz oscillator feeds an ECP5 ``EHXPLLL``: 125 MHz ``eth_tx``
-(both ports' RGMII transmit clock) and the core clock ``sync`` (50 MHz by
+(both ports' RGMII transmit clock) and the core clock ``sync`` (33.33 MHz by
 default); each PHY's 125 MHz receive clock is its own domain ``eth0_rx``,
 ``eth1_rx``. The core domain is held in reset until the PLL locks; the PHYs
 (one shared reset pin) are held in reset for 20 ms after configuration, then
@@ -32,7 +32,9 @@ from netagg.hdl.eth.rgmii import RgmiiRx, RgmiiTx
 from netagg.hdl.eth.switch import EthernetSwitch
 from netagg.params import Params
 
-CORE_MHZ = 50
+CORE_DIV = 15
+"""The core clock is the PLL's VCO (500 MHz) divided by this: 33.33 MHz
+(docs/ethernet.md, "Board build")."""
 ETH_MHZ = 125
 
 # Port 1's data and clock pins (amaranth-boards' "eth_rgmii" 1 shares its
@@ -48,32 +50,73 @@ PORT1 = Resource("eth_rgmii_data", 1,
 
 # EHXPLLL: 25 MHz in, VCO 500 MHz, CLKOP 125 MHz (feedback), CLKOS 500 / DIV.
 PLL_VCO_MHZ = 500
+CORE_MHZ = PLL_VCO_MHZ / CORE_DIV
+
+
+def switch_options(params: Params) -> dict:
+    """The :class:`EthernetSwitch` options the board top adds: no message
+    and RESULT queues. Each takes ~80 distributed-RAM cells a port at
+    L = 2 (1300 LUTs for the four), which the 25F cannot spare beside the
+    core for a routable design; at this core clock the byte-serial front
+    end, not the queues, limits the ports (docs/ethernet.md, "Board
+    build")."""
+    return {"message_fifo": 0, "result_fifo": 0}
 
 
 def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
     """The clock domains the board top creates and their constraints."""
     return [{"domain": "sync", "what": "core, parsers, framers, counters",
-             "constraint_mhz": core_mhz},
+             "constraint_mhz": round(core_mhz, 3)},
             {"domain": "eth_tx", "what": "RGMII transmit, both ports", "constraint_mhz": ETH_MHZ},
             {"domain": "eth0_rx", "what": "RGMII receive, port 0", "constraint_mhz": ETH_MHZ},
             {"domain": "eth1_rx", "what": "RGMII receive, port 1", "constraint_mhz": ETH_MHZ}]
 
 
+# The clock net nextpnr reports for each domain (the last dotted part of
+# its name, without nextpnr's "$glbnet$"): the PLL outputs are named
+# here, the receive clocks after their domains.
+_CLOCK_NETS = {"clk": "sync", "clk_core": "sync", "eth_tx_clk": "eth_tx",
+               "clk_eth_tx": "eth_tx", "eth0_rx_clk": "eth0_rx", "eth1_rx_clk": "eth1_rx"}
+
+
+def domains_timing(clocks: dict, core_mhz: float = CORE_MHZ) -> list[dict]:
+    """:func:`domains_report` with each domain's ``clock`` (the nextpnr
+    clock net), ``fmax_mhz`` and ``met`` from a build report's ``clocks``
+    (``None`` where nextpnr reported no clock for the domain)."""
+    found = {}
+    for net, c in clocks.items():
+        domain = _CLOCK_NETS.get(net.removeprefix("$glbnet$").rsplit(".", 1)[-1])
+        if domain is not None:
+            found[domain] = (net, c)
+    out = []
+    for d in domains_report(core_mhz):
+        net, c = found.get(d["domain"], (None, None))
+        out.append({**d, "clock": net, "fmax_mhz": c["fmax_mhz"] if c else None,
+                    "met": bool(c and c["met"]
+                                and c["constraint_mhz"] >= d["constraint_mhz"] - 0.01)})
+    return out
+
+
 class EthernetTop(Elaboratable):
     """The two-port switch on the Colorlight 5A-75B (see the module docstring)."""
 
-    def __init__(self, params: Params, *, fp_stages=None, jobs=None, core_mhz: int = CORE_MHZ,
+    def __init__(self, params: Params, *, fp_stages=None, jobs=None,
+                 core_mhz: float = CORE_MHZ,
                  rx_delay: float = 2e-9, tx_delay: float = 0.0, ctrl_key: int | None = None,
                  ctrl_port: int | None = None):
-        if PLL_VCO_MHZ % core_mhz or not 1 <= PLL_VCO_MHZ // core_mhz <= 128:
-            raise ValueError(f"the core clock must divide {PLL_VCO_MHZ} MHz, not {core_mhz}")
+        div = round(PLL_VCO_MHZ / core_mhz) if core_mhz > 0 else 0
+        if not 1 <= div <= 128 or abs(PLL_VCO_MHZ / div - core_mhz) > 1e-6:
+            raise ValueError(f"the core clock must be {PLL_VCO_MHZ} MHz divided by an integer "
+                             f"1..128, not {core_mhz} MHz")
+        self.core_div = div
         self.params, self.fp_stages, self.jobs = params, fp_stages, jobs
         self.core_mhz, self.rx_delay, self.tx_delay = core_mhz, rx_delay, tx_delay
         self.ctrl_key = ctrl_key
         self.ctrl_port = DEFAULT_CTRL_PORT if ctrl_port is None else ctrl_port
         self.switch = EthernetSwitch(params, ports=2, rx_domains=["eth0_rx", "eth1_rx"],
                                      tx_domain="eth_tx", fp_stages=fp_stages,
-                                     ctrl_key=ctrl_key, ctrl_port=self.ctrl_port)
+                                     ctrl_key=ctrl_key, ctrl_port=self.ctrl_port,
+                                     **switch_options(params))
 
     def elaborate(self, platform):
         m = Module()
@@ -84,11 +127,11 @@ class EthernetTop(Elaboratable):
         # PLL and clock domains.
         clkop, clkos = Signal(name="clk_eth_tx"), Signal(name="clk_core")
         locked = Signal(name="pll_locked")
-        div = PLL_VCO_MHZ // self.core_mhz
+        div = self.core_div
         m.submodules.pll = Instance(
             "EHXPLLL",
             a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=str(ETH_MHZ),
-            a_FREQUENCY_PIN_CLKOS=str(self.core_mhz), a_ICP_CURRENT="12",
+            a_FREQUENCY_PIN_CLKOS=f"{self.core_mhz:.4f}", a_ICP_CURRENT="12",
             a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
             p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
             p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
@@ -119,12 +162,15 @@ class EthernetTop(Elaboratable):
             cd = ClockDomain(f"eth{p}_rx")
             m.domains += cd
             m.submodules[f"rst_rx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_rx")
-            # On the domain's clock net: the buffer's output net is renamed
-            # by synthesis.
-            platform.add_clock_constraint(cd.clk, ETH_MHZ * 1e6)
 
         eth0 = platform.request("eth_rgmii", 0, dir="-")
         eth1 = platform.request("eth_rgmii_data", 1, dir="-")
+        for pins in (eth0, eth1):
+            # On the RXC pad (FREQUENCY PORT): nextpnr carries it through the
+            # input buffer to the clock net, whatever synthesis names that
+            # net (a FREQUENCY NET on the domain's signal did not match it
+            # and left the receive clocks at nextpnr's 12 MHz default).
+            platform.add_clock_constraint(pins.rx_clk.io, ETH_MHZ * 1e6)
         m.submodules.phy_rst = phy_rst = io.Buffer("o", eth0.rst)
         m.submodules.mdc = mdc = io.Buffer("o", eth0.mdc)
         m.d.comb += [phy_rst.o.eq(~phy_released), mdc.o.eq(0)]
@@ -166,16 +212,17 @@ class EthernetTop(Elaboratable):
         # LED: activity and errors, from the switch's counters' events.
         led = platform.request("led", 0, dir="-")
         m.submodules.led = led_buf = io.Buffer("o", led)
-        activity = Signal(range(self.core_mhz * 80_000 + 1))
-        errors = Signal(range(self.core_mhz * 1_000_000 + 1))
+        ms80, s1 = round(self.core_mhz * 80_000), round(self.core_mhz * 1_000_000)
+        activity = Signal(range(ms80 + 1))
+        errors = Signal(range(s1 + 1))
         blink = Signal(23)
         m.d.sync += blink.eq(blink + 1)
         with m.If(sw.activity):
-            m.d.sync += activity.eq(self.core_mhz * 80_000)
+            m.d.sync += activity.eq(ms80)
         with m.Elif(activity != 0):
             m.d.sync += activity.eq(activity - 1)
         with m.If(sw.error):
-            m.d.sync += errors.eq(self.core_mhz * 1_000_000)
+            m.d.sync += errors.eq(s1)
         with m.Elif(errors != 0):
             m.d.sync += errors.eq(errors - 1)
         with m.If(errors != 0):
@@ -184,7 +231,12 @@ class EthernetTop(Elaboratable):
             m.d.comb += led_buf.o.eq(running & (activity == 0))
         return m
 
-    def summary(self) -> dict:
-        return {"ports": 2, "core_mhz": self.core_mhz, "clock_domains": domains_report(
-            self.core_mhz), "jobs_config": self.jobs.to_dict() if self.jobs else None,
+    def summary(self, clocks: dict | None = None) -> dict:
+        """The build report's ``ethernet`` entry; with the report's
+        ``clocks``, each clock domain's Fmax against its constraint."""
+        domains = domains_report(self.core_mhz) if clocks is None else \
+            domains_timing(clocks, self.core_mhz)
+        return {"ports": 2, "core_mhz": round(self.core_mhz, 3),
+            "clock_domains": domains,
+            "jobs_config": self.jobs.to_dict() if self.jobs else None,
             "control_plane": None if self.ctrl_key is None else {"udp_port": self.ctrl_port}}

@@ -31,8 +31,12 @@ class Board:
     ``(name, number)`` the top drives, in the order the top defines
     (``None``: the board has no LED for that signal). ``fp_stages``: the
     adder pipeline when the build does not give one (None: the lanes'
-    default). ``acc_ram``: the bridge core's accumulator form (None: the
-    family's, :meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`).
+    default). ``params``: ``(name, value)`` pairs of build parameters
+    (:class:`netagg.params.Params` fields) that ``netagg build`` uses for
+    this board where the command line gives none, instead of the generic
+    defaults (a configuration that fits the board's device); empty: the
+    generic defaults. ``acc_ram``: the bridge core's accumulator form
+    (None: the family's, :meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`).
     """
 
     name: str
@@ -44,7 +48,12 @@ class Board:
     leds: tuple = ()
     fp_stages: int | None = None
     baud: int = 115200               # the bridge's default UART rate
+    params: tuple = ()               # the board's default build parameters
     acc_ram: str | None = None
+
+    def default_params(self) -> dict:
+        """The board's default build parameters, ``{field: value}``."""
+        return dict(self.params)
 
     @property
     def ooc(self) -> bool:
@@ -86,7 +95,12 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
           leds=(("led", 0), ("led", 1), ("led", 2))),
     Board("colorlight-5a75b", "ecp5", "LFE5U-25F-6 CABGA256", "ethernet",
           "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
-          "netagg.boards.eth_top:EthernetTop", leds=(("led", 0),)),
+          "netagg.boards.eth_top:EthernetTop", leds=(("led", 0),),
+          # fits the LFE5U-25F with room to spare and meets every clock
+          # (docs/ethernet.md, "Board build"); the generic defaults need
+          # more block RAM than the 25F has
+          params=(("workers", 4), ("slots", 64), ("elements", 16), ("lanes", 2),
+                  ("jobs", 2))),
     Board("colorlight-5a75b-selftest", "ecp5", "LFE5U-25F-6 CABGA256", "selftest",
           "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
           "netagg.boards.tops:SelfTestTop", leds=(("led", 0),)),

@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "no control plane, jobs from --jobs-config)")
     p.add_argument("--ctrl-port", type=int, default=None, metavar="PORT",
                    help="UDP port of the control plane (default 42663)")
+    p.add_argument("--require-timing", action="store_true",
+                   help="exit 1 if any clock domain misses its constraint (default: "
+                        "reported as met: no, exit 0)")
 
     p = sub.add_parser("uart", parents=[params], allow_abbrev=False,
                        help="run a pcap through a board's UART bridge",
@@ -206,11 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def params_from_args(args: argparse.Namespace) -> Params:
-    """The Params the options name (unset options take Params' defaults)."""
+def params_from_args(args: argparse.Namespace, defaults: dict | None = None) -> Params:
+    """The Params the options name (unset options take ``defaults``, else
+    Params' defaults)."""
     given = {dest: getattr(args, f"p_{dest}") for _, dest, *_ in _PARAM_OPTIONS
              if getattr(args, f"p_{dest}") is not None}
-    return Params(**given)
+    return Params(**{**(defaults or {}), **given})
 
 
 def _backend(module: str, function: str, command: str):
@@ -356,6 +360,9 @@ def _board(name: str):
 
 def cmd_build(args, params) -> int:
     build = _backend("netagg.boards.build", "build", "build")
+    defaults = _board(args.board).default_params()
+    if defaults:                  # the board's own defaults where no option is given
+        params = params_from_args(args, defaults)
     outdir = args.outdir or os.path.join("build", args.board)
     key, port = _ctrl_args(args, params, frontend=False)
     kw = {}
@@ -378,6 +385,21 @@ def cmd_build(args, params) -> int:
                 f.write("\n")
         except OSError as e:
             raise CliError(f"cannot write {args.json_path}: {e.strerror or e}") from None
+    if args.require_timing:
+        clocks = report.get("clocks", {})
+        missed = [f"{name} {c['fmax_mhz']:.2f} MHz < {c['constraint_mhz']:.2f} MHz"
+                  for name, c in clocks.items() if not c["met"]]
+        # a board's own domains (Ethernet boards): each must have been
+        # constrained as the board needs, and met
+        for d in (report.get("ethernet") or {}).get("clock_domains", []):
+            if "met" in d and not d["met"] and not (d.get("clock") in clocks
+                                                    and not clocks[d["clock"]]["met"]):
+                missed.append(f"{d['domain']} ({d.get('clock') or 'no clock'}) not met at "
+                              f"{d['constraint_mhz']:.2f} MHz")
+        if missed:
+            raise CliError("timing not met: " + ", ".join(missed))
+        if not report.get("clocks"):
+            raise CliError("timing not checked: the report lists no clock")
     return 0
 
 

@@ -38,12 +38,13 @@ def test_pins_and_clocks(plan):
     lpf = plan.files["t.lpf"]
     for site in ("P5", "M1", "M16", "M2", "M12", "P6", "P11"):       # rst, rx/tx clocks, clk, led
         assert f'SITE "{site}"' in lpf
-    # The receive clocks on their domains' nets; nextpnr derives the PLL's.
-    nets = dict((n, float(f)) for n, f in re.findall(r'FREQUENCY NET "(\S+)" ([0-9.e+]+) HZ',
-                                                     lpf))
-    assert sorted(n.rsplit(".", 1)[-1] for n in nets) == ["eth0_rx_clk", "eth1_rx_clk"]
-    assert set(nets.values()) == {125e6}
-    assert 'FREQUENCY PORT "clk25_0__io" 25000000.0 HZ' in lpf
+    # The receive clocks on their RXC pads (a FREQUENCY NET on the domain's
+    # signal does not reach nextpnr's clock net); nextpnr derives the PLL's.
+    ports = dict((n, float(f)) for n, f in re.findall(r'FREQUENCY PORT "(\S+)" ([0-9.e+]+) HZ',
+                                                      lpf))
+    assert ports == {"clk25_0__io": 25e6, "eth_rgmii_0__rx_clk__io": 125e6,
+                     "eth_rgmii_data_1__rx_clk__io": 125e6}
+    assert "FREQUENCY NET" not in lpf
     assert [d["domain"] for d in domains_report()] == ["sync", "eth_tx", "eth0_rx", "eth1_rx"]
 
 
@@ -55,3 +56,104 @@ def test_board_names():
         registry.get("colorlight-5a75b-selftest").make_top(PARAMS, jobs=object())
     with pytest.raises(ValueError):
         EthernetTop(PARAMS, core_mhz=48)
+
+
+def _fake_build(monkeypatch, clocks):
+    """``netagg.boards.build`` replaced by a build returning ``clocks``;
+    returns the list of the Params it was called with."""
+    import sys
+    import types
+    calls = []
+
+    def build(params, board, outdir, fp_stages=None, ooc=False, **kw):
+        calls.append(params)
+        return {"board": board, "clocks": clocks, "params": params.to_dict()}
+    mod = types.ModuleType("netagg.boards.build")
+    mod.build = build
+    monkeypatch.setitem(sys.modules, "netagg.boards.build", mod)
+    return calls
+
+
+def test_board_default_params(monkeypatch, capsys, tmp_path):
+    # `netagg build --board colorlight-5a75b` takes the board's defaults
+    # where no option is given (the generic defaults do not fit the 25F)
+    from netagg import cli
+    calls = _fake_build(monkeypatch, {})
+    defaults = registry.get("colorlight-5a75b").default_params()
+    assert defaults and Params(**defaults) != Params()
+    out = str(tmp_path / "b")
+    assert cli.main(["build", "--board", "colorlight-5a75b", "--outdir", out]) == 0
+    assert cli.main(["build", "--board", "colorlight-5a75b", "--outdir", out,
+                     "--lanes", "2"]) == 0
+    assert cli.main(["build", "--board", "ulx3s", "--outdir", out]) == 0
+    assert calls == [Params(**defaults), Params(**{**defaults, "lanes": 2}), Params()]
+    capsys.readouterr()
+
+
+def test_require_timing(monkeypatch, capsys, tmp_path):
+    # timing is reported by default; --require-timing fails in one line
+    # naming every clock that missed its constraint
+    from netagg import cli
+    clocks = {"clk_core": {"fmax_mhz": 52.5, "constraint_mhz": 40.0, "met": True},
+              "eth0_rx_clk": {"fmax_mhz": 120.25, "constraint_mhz": 125.0, "met": False}}
+    _fake_build(monkeypatch, clocks)
+    argv = ["build", "--board", "colorlight-5a75b", "--outdir", str(tmp_path)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main(argv + ["--require-timing"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["netagg: error: timing not met: eth0_rx_clk 120.25 MHz < 125.00 MHz"]
+    clocks["eth0_rx_clk"].update(fmax_mhz=125.5, met=True)
+    assert cli.main(argv + ["--require-timing"]) == 0
+    clocks.clear()
+    assert cli.main(argv + ["--require-timing"]) == 1
+    assert "lists no clock" in capsys.readouterr().err
+
+
+def test_domains_timing_names_every_domain():
+    # nextpnr's clock nets as it names them on this top, mapped to the
+    # board's domains with their constraints
+    from netagg.boards.eth_top import CORE_MHZ, domains_timing
+
+    def c(fmax, constraint):
+        return {"fmax_mhz": fmax, "constraint_mhz": constraint, "met": fmax >= constraint}
+    clocks = {"$glbnet$clk": c(55.1, round(CORE_MHZ, 2)), "$glbnet$eth_tx_clk": c(130.0, 125.0),
+              "$glbnet$switch.mac_rx0.eth0_rx_clk": c(126.0, 125.0),
+              "$glbnet$switch.mac_rx1.crc.eth1_rx_clk": c(120.0, 125.0),
+              "$glbnet$clk25.buf.i": c(200.0, 25.0)}
+    got = {d["domain"]: d for d in domains_timing(clocks)}
+    assert list(got) == ["sync", "eth_tx", "eth0_rx", "eth1_rx"]
+    assert [got[d]["met"] for d in got] == [True, True, True, False]
+    assert got["eth1_rx"]["clock"] == "$glbnet$switch.mac_rx1.crc.eth1_rx_clk"
+    assert got["sync"]["fmax_mhz"] == 55.1 and got["sync"]["constraint_mhz"] == round(CORE_MHZ, 3)
+    # a domain nextpnr did not constrain as the board needs is not met
+    clocks["$glbnet$eth_tx_clk"] = c(130.0, 12.0)
+    del clocks["$glbnet$clk"]
+    got = {d["domain"]: d for d in domains_timing(clocks)}
+    assert not got["eth_tx"]["met"] and not got["sync"]["met"] and got["sync"]["fmax_mhz"] is None
+
+
+def test_require_timing_checks_the_board_domains(monkeypatch, capsys, tmp_path):
+    # a receive clock that nextpnr timed at its 12 MHz default (no
+    # constraint reached it) is "met" in `clocks` but not for the board
+    import sys
+    import types
+
+    from netagg import cli
+    from netagg.boards.eth_top import domains_timing
+    clocks = {"$glbnet$clk": {"fmax_mhz": 50.0, "constraint_mhz": 41.67, "met": True},
+              "$glbnet$eth_tx_clk": {"fmax_mhz": 130.0, "constraint_mhz": 125.0, "met": True},
+              "$glbnet$eth0_rx_clk": {"fmax_mhz": 130.0, "constraint_mhz": 125.0, "met": True},
+              "$glbnet$eth1_rx_clk": {"fmax_mhz": 90.0, "constraint_mhz": 12.0, "met": True}}
+    mod = types.ModuleType("netagg.boards.build")
+    mod.build = lambda params, board, outdir, **kw: {
+        "clocks": clocks, "ethernet": {"clock_domains": domains_timing(clocks)}}
+    monkeypatch.setitem(sys.modules, "netagg.boards.build", mod)
+    argv = ["build", "--board", "colorlight-5a75b", "--outdir", str(tmp_path), "--require-timing"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["netagg: error: timing not met: eth1_rx ($glbnet$eth1_rx_clk) not met at "
+                   "125.00 MHz"]
+    clocks["$glbnet$eth1_rx_clk"]["constraint_mhz"] = 125.0
+    clocks["$glbnet$eth1_rx_clk"]["fmax_mhz"] = 125.0
+    assert cli.main(argv) == 0

@@ -600,10 +600,12 @@ def test_unit_control_plane_backpressure_whole_datagrams():
 
 def test_board_clock_domains_against_model():
     """The switch as the board builds it (receive MACs on the PHYs' clocks,
-    8 ns and 8.3 ns, transmit on 8 ns, the core on 20 ns: 50 MHz) in
-    amaranth.sim with the control plane: control replies, RESULTs and every
-    counter as the model's."""
+    8 ns and 8.3 ns, transmit on 8 ns, the core on 30 ns: 33.33 MHz; the
+    board top's options: no message or RESULT queues) in amaranth.sim with the control plane:
+    control replies, RESULTs and every counter as the model's."""
     from eth_tb import run_switch
+
+    from netagg.boards.eth_top import switch_options
 
     rng = random.Random(SEED + 11)
     jobs = JobTable.from_dict(ONLY_JOB0, PARAMS)
@@ -615,8 +617,8 @@ def test_board_clock_domains_against_model():
     w0.append(fr.with_fcs(request(final_read(), seq=4)))
     wires = [w0, port1_traffic(rng)]
     out, _, _ = run_switch(PARAMS, jobs, wires, max_cycles=200_000, quiet=1500,
-                           clocks={"sync": 20e-9, "rx0": 8e-9, "rx1": 8.3e-9, "tx": 8e-9},
-                           ctrl_key=KEY)
+                           clocks={"sync": 30e-9, "rx0": 8e-9, "rx1": 8.3e-9, "tx": 8e-9},
+                           ctrl_key=KEY, **switch_options(PARAMS))
     model, fe = model_run(jobs, wires)
     assert by_kind(out) == by_kind(model)
     ctrl0 = by_kind(model)[0][0]

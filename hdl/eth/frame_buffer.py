@@ -32,7 +32,11 @@ class FrameBuffer(wiring.Component):
         not fit (bytes or frame count), or longer than ``max_length``, is
         discarded and signalled on ``overflow``. ``stall`` (transmit):
         ``w.ready`` is low while the buffer is full; frames must not be
-        longer than ``max_length``.
+        longer than ``max_length``. "Full" is registered (for 125 MHz):
+        fewer than two bytes free in the previous cycle, so a byte arriving
+        after the buffer stood one byte short of full for a cycle is
+        refused (``drop``: the frame overflows) although the RAM has room
+        for it; ``w.ready`` is a flip-flop.
 
     Ports
     -----
@@ -88,7 +92,13 @@ class FrameBuffer(wiring.Component):
         nbytes = Signal(range(self._max + self._strip + 2))
         full = Signal()
         lost = Signal()                # this frame is being discarded for lack of space
-        m.d.comb += full.eq((wptr - rptr)[:abits + 1] == D)
+        # Registered and conservative, for 125 MHz: the fill of the
+        # previous cycle was at least D - 1. The fill grows by at most one a
+        # cycle (a commit or a drop never moves ``wptr`` past ``wptr + 1``),
+        # so a write is refused only when fewer than two bytes were free a
+        # cycle ago: a frame may find one byte less room than the RAM has.
+        m.d.sync += full.eq((wptr - rptr)[:abits + 1] >= D - 1)
+        short = Signal(init=1)         # registered: nbytes < max + strip
 
         # Write side.
         w = self.w
@@ -97,20 +107,25 @@ class FrameBuffer(wiring.Component):
             m.d.comb += [w.ready.eq(1), take.eq(w.valid)]
         else:
             m.d.comb += [w.ready.eq(~full), take.eq(w.valid & ~full)]
-        room = ~full & ~lost & (nbytes < self._max + self._strip)
+        room = ~full & ~lost & short
         m.d.comb += [wp.addr.eq(wptr[:abits]), wp.data.eq(w.payload.data),
                      wp.en.eq(take & room)]
-        length = Signal(range(self._max + self._strip + 2))
-        m.d.comb += length.eq(nbytes + 1 - self._strip)
+        # nbytes + 1 - strip, kept as a register beside nbytes (modulo its
+        # width; used only for a frame longer than strip) for 125 MHz
+        lw = len(Signal(range(self._max + self._strip + 2))) + 1
+        length = Signal(lw, init=(1 - self._strip) % (1 << lw))
         with m.If(take):
             with m.If(room):
-                m.d.sync += [wptr.eq(wptr + 1), nbytes.eq(nbytes + 1)]
+                m.d.sync += [wptr.eq(wptr + 1), nbytes.eq(nbytes + 1),
+                             length.eq(length + 1),
+                             short.eq(nbytes < self._max + self._strip - 1)]
             with m.Else():
                 m.d.sync += lost.eq(1)
             with m.If(w.payload.last):
                 too_long = ~room | lost | (nbytes + 1 <= self._strip)
                 ok = ~w.payload.drop & ~too_long & lengths.w_rdy
-                m.d.sync += [nbytes.eq(0), lost.eq(0)]
+                m.d.sync += [nbytes.eq(0), lost.eq(0), short.eq(1),
+                             length.eq((1 - self._strip) % (1 << lw))]
                 with m.If(ok):
                     m.d.comb += [lengths.w_en.eq(1), lengths.w_data.eq(length),
                                  self.committed.eq(1)]

@@ -20,6 +20,7 @@ from netagg.hdl.eth.layouts import (
     FrameByte,
     GmiiRx,
     GmiiTx,
+    MacByte,
     ReplyKind,
     RxStatus,
     message_beat,
@@ -29,6 +30,7 @@ from netagg.hdl.eth.mac_rx import MacRx
 from netagg.hdl.eth.mac_tx import MacTx
 from netagg.hdl.eth.responder import Responder
 from netagg.hdl.eth.result_tx import ResultFramer, ResultRouter
+from netagg.hdl.eth.skid import SkidBuffer
 from netagg.params import Params
 
 
@@ -210,15 +212,21 @@ class EthernetSwitch(wiring.Component):
                          mac_rx.gmii.data.eq(self.rx[port].data),
                          self.tx[port].en.eq(mac_tx.gmii.en), self.tx[port].er.eq(mac_tx.gmii.er),
                          self.tx[port].data.eq(mac_tx.gmii.data)]
-            status = mac_rx.o.payload.status
-            m.d.comb += [rxbuf.w.valid.eq(mac_rx.o.valid),
-                         rxbuf.w.payload.data.eq(mac_rx.o.payload.data),
-                         rxbuf.w.payload.last.eq(mac_rx.o.payload.last),
+            # One register stage between the MAC and its buffer: the frame's
+            # status (the CRC residue and length compares) is a flip-flop by
+            # the time the buffer commits or drops the frame.
+            rxw = Signal(MacByte, name=f"rxw{port}")
+            rxw_valid = Signal(name=f"rxw{port}_valid")
+            m.d[rxd] += [rxw_valid.eq(mac_rx.o.valid), rxw.eq(mac_rx.o.payload)]
+            status = rxw.status
+            m.d.comb += [rxbuf.w.valid.eq(rxw_valid),
+                         rxbuf.w.payload.data.eq(rxw.data),
+                         rxbuf.w.payload.last.eq(rxw.last),
                          rxbuf.w.payload.drop.eq(status != RxStatus.OK)]
             # Receive frames, and the frame-end events, into the core domain.
             ev_valid = Signal(name=f"ev{port}_valid")
             ev = Signal(event, name=f"ev{port}")
-            end = mac_rx.o.valid & mac_rx.o.payload.last
+            end = rxw_valid & rxw.last
             if rxd == "sync":
                 wiring.connect(m, rxbuf.r, parser.i)
                 m.d.comb += [ev_valid.eq(end), ev.status.eq(status),
@@ -231,8 +239,12 @@ class EthernetSwitch(wiring.Component):
                 m.submodules[f"ev_cdc{port}"] = evq
                 ev_w = Signal(event, name=f"ev{port}_w")
                 m.d.comb += [ev_w.status.eq(status), ev_w.overflow.eq(rxbuf.overflow)]
-                m.d.comb += [cdc.w_data.eq(rxbuf.r.payload), cdc.w_en.eq(rxbuf.r.valid),
-                             rxbuf.r.ready.eq(cdc.w_rdy),
+                # A register slice on the 125 MHz side of the crossing.
+                rxs = DomainRenamer({"sync": rxd})(SkidBuffer(BufferedByte))
+                m.submodules[f"rx_skid{port}"] = rxs
+                wiring.connect(m, rxbuf.r, rxs.i)
+                m.d.comb += [cdc.w_data.eq(rxs.o.payload), cdc.w_en.eq(rxs.o.valid),
+                             rxs.o.ready.eq(cdc.w_rdy),
                              parser.i.payload.eq(cdc.r_data), parser.i.valid.eq(cdc.r_rdy),
                              cdc.r_en.eq(parser.i.ready),
                              evq.w_data.eq(ev_w), evq.w_en.eq(end),
@@ -303,15 +315,30 @@ class EthernetSwitch(wiring.Component):
             else:
                 tcdc = AsyncFIFO(width=FrameByte.size, depth=16, w_domain="sync", r_domain=txd)
                 m.submodules[f"tx_cdc{port}"] = tcdc
-                fb = data.View(FrameByte, tcdc.r_data)
+                # A register slice on the 125 MHz side of the crossing.
+                txs = DomainRenamer({"sync": txd})(SkidBuffer(FrameByte))
+                m.submodules[f"tx_skid{port}"] = txs
                 m.d.comb += [tcdc.w_data.eq(txarb.o.payload), tcdc.w_en.eq(txarb.o.valid),
                              txarb.o.ready.eq(tcdc.w_rdy),
-                             txbuf.w.valid.eq(tcdc.r_rdy), txbuf.w.payload.data.eq(fb.data),
-                             txbuf.w.payload.last.eq(fb.last), tcdc.r_en.eq(txbuf.w.ready)]
-            m.d.comb += [mac_tx.i.valid.eq(txbuf.r.valid),
-                         mac_tx.i.payload.data.eq(txbuf.r.payload.data),
-                         mac_tx.i.payload.last.eq(txbuf.r.payload.last),
-                         txbuf.r.ready.eq(mac_tx.i.ready)]
+                             txs.i.valid.eq(tcdc.r_rdy), txs.i.payload.eq(tcdc.r_data),
+                             tcdc.r_en.eq(txs.i.ready),
+                             txbuf.w.valid.eq(txs.o.valid),
+                             txbuf.w.payload.data.eq(txs.o.payload.data),
+                             txbuf.w.payload.last.eq(txs.o.payload.last),
+                             txs.o.ready.eq(txbuf.w.ready)]
+            tx_out = txbuf.r
+            if txd != "sync":
+                # A register slice between the buffer's block RAM (its
+                # clock-to-out) and the MAC's CRC; full throughput, so a
+                # frame still reaches the MAC without a gap.
+                txo = DomainRenamer({"sync": txd})(SkidBuffer(BufferedByte))
+                m.submodules[f"tx_out_skid{port}"] = txo
+                wiring.connect(m, txbuf.r, txo.i)
+                tx_out = txo.o
+            m.d.comb += [mac_tx.i.valid.eq(tx_out.valid),
+                         mac_tx.i.payload.data.eq(tx_out.payload.data),
+                         mac_tx.i.payload.last.eq(tx_out.payload.last),
+                         tx_out.ready.eq(mac_tx.i.ready)]
 
             events = {
                 "rx": ev_valid,
