@@ -45,7 +45,7 @@ MUTATION_RUNS = {
     "no_range_check": ("isolation", 16, False),
     "lost_verdict": ("verdicts", 22, False),
     "counter_swap": ("verdicts", 22, False),
-    "short_multicast": ("results", 24, False),
+    "short_multicast": ("results", 22, False),
     "repeat_destination": ("fanout", 14, False),
     "stuck_egress": ("liveness", 28, True),
 }
