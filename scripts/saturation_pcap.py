@@ -21,6 +21,7 @@ from netagg import pcap
 from netagg.frames import Endpoint, build_frame
 from netagg.params import Params
 from netagg.sim.traffic import saturation_patterns
+from netagg.wire import Header
 
 
 def worker_endpoint(w: int, port: int) -> Endpoint:
@@ -51,16 +52,11 @@ def main(argv=None) -> int:
     pats = saturation_patterns(params, args.workers, args.rounds, args.window,
                                seed=args.seed, count=args.count)
     for name, msgs in pats.items():
-        frames = [build_frame(m, worker_endpoint(_worker(m), params.port),
+        frames = [build_frame(m, worker_endpoint(Header.unpack(m).worker, params.port),
                               switch) for m in msgs]
         pcap.write(args.outdir / f"{name}.pcap", frames)
         print(f"{args.outdir / (name + '.pcap')}: {len(frames)} messages")
     return 0
-
-
-def _worker(message: bytes) -> int:
-    from netagg.wire import Header
-    return Header.unpack(message).worker
 
 
 if __name__ == "__main__":
