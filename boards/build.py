@@ -153,7 +153,8 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
         # the platform's plan, with the design's RTLIL as every flow should
         # read it (netagg.hdl.netlist), then run as platform.build runs it
         plan = platform.prepare(top, name=name,
-                                nextpnr_opts="--report nextpnr_report.json --timing-allow-fail")
+                                nextpnr_opts="--report nextpnr_report.json --timing-allow-fail "
+                                + spec.nextpnr_opts)
         plan.files[f"{name}.il"] = fix_rtlil(plan.files[f"{name}.il"])
         plan.execute_local(str(outdir))
     except subprocess.CalledProcessError as e:

@@ -37,6 +37,7 @@ class Board:
     defaults (a configuration that fits the board's device); empty: the
     generic defaults. ``acc_ram``: the bridge core's accumulator form
     (None: the family's, :meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`).
+    ``nextpnr_opts``: options the board's build adds to nextpnr's.
     """
 
     name: str
@@ -50,6 +51,7 @@ class Board:
     baud: int = 115200               # the bridge's default UART rate
     params: tuple = ()               # the board's default build parameters
     acc_ram: str | None = None
+    nextpnr_opts: str = ""           # added to the flow's nextpnr options
 
     def default_params(self) -> dict:
         """The board's default build parameters, ``{field: value}``."""
@@ -100,7 +102,8 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
           # (docs/ethernet.md, "Board build"); the generic defaults need
           # more block RAM than the 25F has
           params=(("workers", 4), ("slots", 64), ("elements", 16), ("lanes", 2),
-                  ("jobs", 2))),
+                  ("jobs", 2)),
+          nextpnr_opts="--router router2"),
     Board("colorlight-5a75b-selftest", "ecp5", "LFE5U-25F-6 CABGA256", "selftest",
           "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
           "netagg.boards.tops:SelfTestTop", leds=(("led", 0),)),

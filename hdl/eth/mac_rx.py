@@ -26,9 +26,9 @@ class MacRx(wiring.Component):
         (0x55, none needed), the SFD (0xD5), then the frame and its FCS; a
         frame whose first non-preamble byte is not the SFD is skipped.
     o : Out(valid, payload MacByte), no ready
-        Every byte after the SFD, FCS included, one cycle after it was on
-        ``gmii``, except the last, which comes the cycle ``dv`` falls, with
-        ``last`` and ``status``: ``RUNT`` below 64 bytes, ``TOO_LONG``
+        Every byte after the SFD, FCS included, two cycles after it was on
+        ``gmii``, except the last, which comes the cycle after ``dv``
+        falls, with ``last`` and ``status``: ``RUNT`` below 64 bytes, ``TOO_LONG``
         above ``max_frame``, else ``FCS`` if the CRC-32 of the bytes
         (``amaranth.lib.crc.catalog.CRC32_ETHERNET``) does not leave its
         residue or ``er`` was high during the frame, else ``OK``. A frame
@@ -54,13 +54,23 @@ class MacRx(wiring.Component):
         err = Signal()
         g = self.gmii
 
-        m.d.comb += fcs.data.eq(g.data)
+        # The CRC runs one cycle behind ``gmii``, from registers (its
+        # controls come from the state machine), and the output one cycle
+        # behind the state machine, so that the status of a frame's last
+        # byte finds the CRC of all its bytes (every path for 125 MHz is
+        # a flip-flop, at most one decision, then the CRC's XORs).
+        crc_start, crc_valid, crc_data = Signal(), Signal(), Signal(8)
+        m.d.comb += [fcs.start.eq(crc_start), fcs.valid.eq(crc_valid), fcs.data.eq(crc_data)]
+        m.d.sync += [crc_start.eq(0), crc_valid.eq(0), crc_data.eq(g.data)]
+        o_valid, o_last, o_data = Signal(), Signal(), Signal(8)
+        runt, too_long, o_err = Signal(), Signal(), Signal()
+        m.d.sync += [o_valid.eq(0), o_last.eq(0), o_data.eq(held)]
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(g.dv):
                     with m.If(g.data == SFD):
-                        m.d.comb += fcs.start.eq(1)
-                        m.d.sync += [count.eq(0), held_valid.eq(0), err.eq(g.er)]
+                        m.d.sync += [crc_start.eq(1), count.eq(0), held_valid.eq(0),
+                                     err.eq(g.er)]
                         m.next = "DATA"
                     with m.Elif(g.data != PREAMBLE):
                         m.next = "SKIP"
@@ -69,20 +79,21 @@ class MacRx(wiring.Component):
                     m.next = "IDLE"
             with m.State("DATA"):
                 with m.If(g.dv):
-                    m.d.comb += [fcs.valid.eq(1),
-                                 self.o.valid.eq(held_valid),
-                                 self.o.payload.data.eq(held)]
-                    m.d.sync += [held.eq(g.data), held_valid.eq(1), err.eq(err | g.er)]
+                    m.d.sync += [crc_valid.eq(1), o_valid.eq(held_valid),
+                                 held.eq(g.data), held_valid.eq(1), err.eq(err | g.er)]
                     with m.If(count != self._max_frame + 1):
                         m.d.sync += count.eq(count + 1)
                 with m.Else():
-                    m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(held),
-                                 self.o.payload.last.eq(1)]
-                    with m.If(count < 64):
-                        m.d.comb += self.o.payload.status.eq(RxStatus.RUNT)
-                    with m.Elif(count > self._max_frame):
-                        m.d.comb += self.o.payload.status.eq(RxStatus.TOO_LONG)
-                    with m.Elif(err | ~fcs.match_detected):
-                        m.d.comb += self.o.payload.status.eq(RxStatus.FCS)
+                    m.d.sync += [o_valid.eq(1), o_last.eq(1), runt.eq(count < 64),
+                                 too_long.eq(count > self._max_frame), o_err.eq(err)]
                     m.next = "IDLE"
+        m.d.comb += [self.o.valid.eq(o_valid), self.o.payload.data.eq(o_data),
+                     self.o.payload.last.eq(o_last)]
+        with m.If(o_last):
+            with m.If(runt):
+                m.d.comb += self.o.payload.status.eq(RxStatus.RUNT)
+            with m.Elif(too_long):
+                m.d.comb += self.o.payload.status.eq(RxStatus.TOO_LONG)
+            with m.Elif(o_err | ~fcs.match_detected):
+                m.d.comb += self.o.payload.status.eq(RxStatus.FCS)
         return m

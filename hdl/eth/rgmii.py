@@ -118,9 +118,12 @@ class RgmiiTx(wiring.Component):
         In ``domain``.
     txc, txd, tx_ctl : Out
         ``txc`` follows the domain's clock; the byte on ``gmii`` at a
-        rising edge is on the pins from the next rising edge: low nibble
-        and ``en`` while ``txc`` is high, high nibble and ``en ^ er`` while
-        it is low.
+        rising edge is on the pins from the next rising edge (generic
+        form; the ECP5 form registers both nibbles once more, beside the
+        pins, and puts them out one cycle later, so that no logic and no
+        long route lies between a flip-flop and the ``ODDRX1F``): low
+        nibble and ``en`` while ``txc`` is high, high nibble and
+        ``en ^ er`` while it is low.
     """
 
     def __init__(self, *, domain: str = "eth_tx", form: str = "generic",
@@ -143,9 +146,11 @@ class RgmiiTx(wiring.Component):
             clk = ClockSignal(d)
             m.d.comb += [out.eq(Mux(clk, r0, r1)), self.txc.eq(clk)]
         else:
+            q0, q1 = Signal(5, name="tx_rise"), Signal(5, name="tx_fall")
+            m.d[d] += [q0.eq(d0), q1.eq(d1)]
             for i in range(5):
                 m.submodules[f"oddr{i}"] = Instance(
-                    "ODDRX1F", i_D0=d0[i], i_D1=d1[i], i_SCLK=ClockSignal(d),
+                    "ODDRX1F", i_D0=q0[i], i_D1=q1[i], i_SCLK=ClockSignal(d),
                     i_RST=ResetSignal(d), o_Q=out[i])
             txc = Signal()
             m.submodules.oddr_clk = Instance(

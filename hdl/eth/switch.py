@@ -31,6 +31,7 @@ from netagg.hdl.eth.mac_tx import MacTx
 from netagg.hdl.eth.responder import Responder
 from netagg.hdl.eth.result_tx import ResultFramer, ResultRouter
 from netagg.hdl.eth.skid import SkidBuffer
+from netagg.hdl.ram import RAM_FORMS
 from netagg.params import Params
 
 
@@ -61,8 +62,10 @@ class EthernetSwitch(wiring.Component):
         The core's floating-point adder pipeline depth.
     rx_domains : list of str, or None
         Per port, the receive clock domain.
-    tx_domain : str or None
-        The transmit clock domain of every port.
+    tx_domain : str, list of str, or None
+        The transmit clock domain of every port, or one per port (domains
+        of one clock with a reset each, so that no reset net spans both
+        ports' logic).
     result_fifo : int or None
         RESULT beats buffered per port between the router and the port's
         framer (default 2 B + 2, B = K / L: two whole RESULTs), so that one
@@ -80,6 +83,9 @@ class EthernetSwitch(wiring.Component):
         plane (datagrams to its port are ``ignored`` frames).
     ctrl_port : int
         Its UDP port (default ``netagg.ctrlproto.DEFAULT_CTRL_PORT``).
+    ram : "memory" or "ecp5"
+        The frame buffers' RAM form (:class:`netagg.hdl.eth.frame_buffer.FrameBuffer`):
+        portable (default) or ECP5 block RAM with its output register (the board).
 
     Ports
     -----
@@ -106,7 +112,7 @@ class EthernetSwitch(wiring.Component):
     def __init__(self, params: Params, *, ports: int = 2, rx_depth: int = 4096,
                  fp_stages=None, rx_domains=None, tx_domain=None, result_fifo=None,
                  message_fifo=None, ctrl_key=None,
-                 ctrl_port: int = ctrlproto.DEFAULT_CTRL_PORT):
+                 ctrl_port: int = ctrlproto.DEFAULT_CTRL_PORT, ram: str = "memory"):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {params!r}")
         if ports not in (1, 2):
@@ -119,10 +125,15 @@ class EthernetSwitch(wiring.Component):
         if rx_domains is not None and (len(rx_domains) != ports
                                        or not all(isinstance(d, str) for d in rx_domains)):
             raise ValueError(f"rx_domains must name one domain per port, not {rx_domains!r}")
-        if tx_domain is not None and not isinstance(tx_domain, str):
-            raise ValueError(f"tx_domain must be a domain name, not {tx_domain!r}")
+        if isinstance(tx_domain, str):
+            tx_domain = [tx_domain] * ports
+        if tx_domain is not None and (not isinstance(tx_domain, (list, tuple))
+                                      or len(tx_domain) != ports
+                                      or not all(isinstance(d, str) for d in tx_domain)):
+            raise ValueError(f"tx_domain must be a domain name or one per port, "
+                             f"not {tx_domain!r}")
         self._rx_domains = list(rx_domains) if rx_domains else ["sync"] * ports
-        self._tx_domain = tx_domain or "sync"
+        self._tx_domains = list(tx_domain) if tx_domain else ["sync"] * ports
         if result_fifo is None:
             result_fifo = 2 * params.beats + 2
         if not isinstance(result_fifo, int) or result_fifo < 0:
@@ -138,6 +149,9 @@ class EthernetSwitch(wiring.Component):
         if ctrl_key is not None:
             check_ctrl(params, ctrl_key, ctrl_port)
         self._ctrl_key, self._ctrl_port = ctrl_key, ctrl_port
+        if ram not in RAM_FORMS:
+            raise ValueError(f"ram must be one of {RAM_FORMS}, not {ram!r}")
+        self._ram = ram
         super().__init__({
             "rx": In(GmiiRx).array(ports),
             "tx": Out(GmiiTx).array(ports),
@@ -186,17 +200,17 @@ class EthernetSwitch(wiring.Component):
         counters = {}
         activity, errors = [], []
         event = data.StructLayout({"status": RxStatus, "overflow": 1})
-        txd = self._tx_domain
         for port in range(P):
-            rxd = self._rx_domains[port]
+            rxd, txd = self._rx_domains[port], self._tx_domains[port]
             mac_rx = MacRx(max_frame=MAX_FRAME)
             rxbuf = FrameBuffer(depth=self._rx_depth, max_length=MAX_FRAME - 4,
-                                frames=32, strip=4, mode="drop")
+                                frames=32, strip=4, mode="drop", ram=self._ram)
             parser = IpRx(p, ctrl_port=self._ctrl_port if ctrl is not None else None)
             resp = Responder(p)
             framer = ResultFramer(p)
             txarb = TxArbiter()
-            txbuf = FrameBuffer(depth=2048, max_length=MAX_FRAME - 4, frames=16, mode="stall")
+            txbuf = FrameBuffer(depth=2048, max_length=MAX_FRAME - 4, frames=16, mode="stall",
+                                ram=self._ram)
             mac_tx = MacTx()
             if rxd != "sync":
                 mac_rx = DomainRenamer({"sync": rxd})(mac_rx)
