@@ -1,11 +1,15 @@
-"""A buffered synchronous FIFO whose storage maps to block RAM without
-read-during-write bypass logic."""
+"""FIFOs for this design: a buffered synchronous FIFO whose storage maps to
+block RAM without read-during-write bypass logic, and an asynchronous FIFO
+whose handshakes are flip-flops."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
 
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 
@@ -68,4 +72,110 @@ class BufferedFIFO(SyncFIFOBuffered):
         with m.Elif(self.r_en):
             m.d.sync += self.r_rdy.eq(0)
         m.d.comb += self.level.eq(inner_level + self.r_rdy)
+        return m
+
+
+class RegisteredAsyncFIFO(wiring.Component):
+    """An asynchronous FIFO (``amaranth.lib.fifo.AsyncFIFO``'s ports and
+    clock-domain crossing: Gray-coded pointers through two-stage
+    synchronizers) whose handshakes are flip-flops, for 125 MHz.
+
+    Unlike ``AsyncFIFO``, whose read reaches the storage through the
+    next read pointer (the compare, the enable, the increment and the
+    storage read in one cycle), the storage is read at the registered read
+    pointer into an output register, in parallel with the increment; and
+    ``w_rdy`` is a flip-flop (conservative: it counts the entries as the
+    write side last saw the read pointer).
+
+    Parameters
+    ----------
+    width : int
+    depth : int
+        A power of two, at least 4. It holds ``depth`` entries: ``depth - 1``
+        in the storage, one in the output register.
+    w_domain, r_domain : str
+
+    Ports
+    -----
+    w_data, w_en : In, w_rdy : Out (``w_domain``)
+        An entry is written at an edge with ``w_en`` and ``w_rdy`` high;
+        ``w_rdy`` is a flip-flop. One write per cycle while there is room.
+    r_data, r_rdy : Out, r_en : In (``r_domain``)
+        ``r_rdy`` (a flip-flop) and ``r_data`` (a flip-flop) present the
+        oldest entry; it is taken at an edge with ``r_en`` and ``r_rdy``
+        high, and the next entry, if any, is presented from that edge on:
+        one read per cycle. An entry is readable four ``r_domain`` edges
+        after its write, at the earliest (two synchronizer stages, the
+        pointer's conversion, the output register). Both domains' resets
+        are to be asserted together (at start-up); they empty the FIFO.
+    """
+
+    def __init__(self, *, width: int, depth: int, w_domain: str = "write",
+                 r_domain: str = "read"):
+        if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+            raise ValueError(f"width must be a positive integer, not {width!r}")
+        if not isinstance(depth, int) or depth < 4 or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two of at least 4, not {depth!r}")
+        for name, d in (("w_domain", w_domain), ("r_domain", r_domain)):
+            if not isinstance(d, str):
+                raise ValueError(f"{name} must be a domain name, not {d!r}")
+        self.width, self.depth = width, depth
+        self._w, self._r = w_domain, r_domain
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        abits = self.depth.bit_length() - 1
+        n = abits + 1
+
+        def gray(b):
+            return b ^ (b >> 1)
+
+        def binary(g):
+            bits = [g[n - 1]]
+            for i in range(n - 2, -1, -1):
+                bits.insert(0, bits[0] ^ g[i])
+            return Cat(*bits)
+
+        m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[],
+                                                attrs=NO_RW_CHECK)
+        wp = storage.write_port(domain=self._w)
+        rp = storage.read_port(domain="comb")
+        wd, rd = m.d[self._w], m.d[self._r]
+
+        # Write side.
+        produce, produce_gry = Signal(n), Signal(n)
+        consume_gry_w, consume_w = Signal(n), Signal(n)
+        do_write = self.w_en & self.w_rdy
+        m.d.comb += [wp.addr.eq(produce[:abits]), wp.data.eq(self.w_data), wp.en.eq(do_write)]
+        produce_nxt = Signal(n)
+        m.d.comb += produce_nxt.eq(produce + 1)
+        with m.If(do_write):
+            wd += [produce.eq(produce_nxt), produce_gry.eq(gray(produce_nxt))]
+        # room for one more after this cycle's write, if any: both compares
+        # from registers, the write only selects
+        fill = Signal(n)
+        m.d.comb += fill.eq(produce - consume_w)
+        wd += [consume_w.eq(binary(consume_gry_w)),
+               self.w_rdy.eq(Mux(do_write, fill < self.depth - 2, fill < self.depth - 1))]
+
+        # Read side.
+        consume, consume_gry = Signal(n), Signal(n)
+        produce_gry_r, produce_r = Signal(n), Signal(n)
+        rd += produce_r.eq(binary(produce_gry_r))
+        nonempty = produce_r != consume
+        advance = ~self.r_rdy | self.r_en
+        consume_nxt = Signal(n)
+        m.d.comb += [rp.addr.eq(consume[:abits]), consume_nxt.eq(consume + 1)]
+        with m.If(advance):
+            rd += self.r_rdy.eq(nonempty)
+            with m.If(nonempty):
+                rd += [self.r_data.eq(rp.data), consume.eq(consume_nxt),
+                       consume_gry.eq(gray(consume_nxt))]
+
+        m.submodules.produce_cdc = FFSynchronizer(produce_gry, produce_gry_r, o_domain=self._r)
+        m.submodules.consume_cdc = FFSynchronizer(consume_gry, consume_gry_w, o_domain=self._w)
         return m

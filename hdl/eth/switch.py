@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import AsyncFIFO, SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from netagg import ctrlproto, regmap
@@ -31,6 +31,7 @@ from netagg.hdl.eth.mac_tx import MacTx
 from netagg.hdl.eth.responder import Responder
 from netagg.hdl.eth.result_tx import ResultFramer, ResultRouter
 from netagg.hdl.eth.skid import SkidBuffer
+from netagg.hdl.fifo import RegisteredAsyncFIFO
 from netagg.hdl.ram import RAM_FORMS
 from netagg.params import Params
 
@@ -48,9 +49,10 @@ class EthernetSwitch(wiring.Component):
     clock, as in simulation). With ``rx_domains`` each port's receive MAC
     and receive buffer run in that domain (the PHY's receive clock) and
     whole frames and the frame-end events cross into ``sync`` through
-    asynchronous FIFOs; with ``tx_domain`` the transmit buffers (store and
-    forward, so that a MAC never waits for a byte) and MACs run in that
-    domain (the 125 MHz transmit clock), fed through asynchronous FIFOs.
+    asynchronous FIFOs (:class:`netagg.hdl.fifo.RegisteredAsyncFIFO`);
+    with ``tx_domain`` the transmit buffers (store and forward, so that a
+    MAC never waits for a byte) and MACs run in that domain (the 125 MHz
+    transmit clock), fed through asynchronous FIFOs.
 
     Parameters
     ----------
@@ -246,9 +248,10 @@ class EthernetSwitch(wiring.Component):
                 m.d.comb += [ev_valid.eq(end), ev.status.eq(status),
                              ev.overflow.eq(rxbuf.overflow)]
             else:
-                cdc = AsyncFIFO(width=BufferedByte.size, depth=16, w_domain=rxd,
-                                r_domain="sync")
-                evq = AsyncFIFO(width=event.size, depth=8, w_domain=rxd, r_domain="sync")
+                cdc = RegisteredAsyncFIFO(width=BufferedByte.size, depth=16, w_domain=rxd,
+                                          r_domain="sync")
+                evq = RegisteredAsyncFIFO(width=event.size, depth=8, w_domain=rxd,
+                                          r_domain="sync")
                 m.submodules[f"rx_cdc{port}"] = cdc
                 m.submodules[f"ev_cdc{port}"] = evq
                 ev_w = Signal(event, name=f"ev{port}_w")
@@ -327,7 +330,8 @@ class EthernetSwitch(wiring.Component):
                              txbuf.w.payload.last.eq(txarb.o.payload.last),
                              txarb.o.ready.eq(txbuf.w.ready)]
             else:
-                tcdc = AsyncFIFO(width=FrameByte.size, depth=16, w_domain="sync", r_domain=txd)
+                tcdc = RegisteredAsyncFIFO(width=FrameByte.size, depth=16, w_domain="sync",
+                                           r_domain=txd)
                 m.submodules[f"tx_cdc{port}"] = tcdc
                 # A register slice on the 125 MHz side of the crossing.
                 txs = DomainRenamer({"sync": txd})(SkidBuffer(FrameByte))
