@@ -17,7 +17,7 @@ from netagg.hdl.slot_layouts import acc_word, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
 
-__all__ = ["ACC_RAM_FORMS", "LaneLoop", "loop_beat"]
+__all__ = ["ACC_RAM_FORMS", "HAZARD_CANDIDATES", "LaneLoop", "loop_beat"]
 
 
 def acc_addr_bits(params: Params) -> int:
@@ -77,6 +77,11 @@ def _stage(params: Params) -> data.StructLayout:
     })
 
 
+HAZARD_CANDIDATES = 5
+"""Addresses :class:`LaneLoop` checks for hazards at once: the issue queue's
+two entries' addresses as they are and advanced by one beat, and a request
+being pushed (:class:`~netagg.hdl.issue_queue.IssueQueue`)."""
+
 ACC_RAM_FORMS = ("memory", "ecp5", "compact")
 """Build forms of the accumulator loop (:class:`LaneLoop` ``acc_ram``)."""
 
@@ -112,10 +117,13 @@ class LaneLoop(CheckedComponent):
     data : In(payload_beat)
         The payload beat of the beat issued two cycles before (as the
         issue queue's registered payload-buffer read delivers it).
-    hazard_addr : In(array of 2 addresses)
-    hazard : Out(2)
-        Combinational: a combine beat to that address was issued less than
-        :attr:`spacing` cycles ago (issuing one now would miss its result).
+    hazard_addr : In(array of :data:`HAZARD_CANDIDATES` addresses)
+    hazard : Out(:data:`HAZARD_CANDIDATES`)
+        Combinational, from registers only: a combine beat to that address
+        was issued less than :attr:`spacing` - 1 cycles ago, so that it will
+        still be less than :attr:`spacing` cycles old in the next cycle (the
+        caller adds this cycle's issue and registers the result: a beat
+        issued then would miss its result).
     lanes_busy : Out(1)
         Registered: a combine beat was in the loop in the previous cycle (a
         retransmission waits for ``~lanes_busy``: then the loop holds no
@@ -149,8 +157,8 @@ class LaneLoop(CheckedComponent):
         super().__init__({
             "issue": In(stream.Signature(loop_beat(params), always_ready=True)),
             "data": In(payload_beat(params)),
-            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), 2)),
-            "hazard": Out(2),
+            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), HAZARD_CANDIDATES)),
+            "hazard": Out(HAZARD_CANDIDATES),
             "lanes_busy": Out(1),
             "res_beat": Out(stream.Signature(result_beat(params), always_ready=True)),
             "busy": Out(1),
@@ -237,8 +245,8 @@ class LaneLoop(CheckedComponent):
         stages = front + in_lanes
         out = in_lanes[D - 1]
         m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
-        for k in range(2):
-            for s in stages[:self.spacing - 1]:
+        for k in range(HAZARD_CANDIDATES):
+            for s in stages[:self.spacing - 2]:
                 with m.If(s.valid & ~s.rtx & (s.addr == self.hazard_addr[k])):
                     m.d.comb += self.hazard[k].eq(1)
 
