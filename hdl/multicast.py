@@ -66,8 +66,8 @@ class Multicast(CheckedComponent):
     (block RAM; in mode bf16-accumulate=fp32 they are rounded to bf16 on the
     way in, through a register stage: a beat is in the buffer two cycles
     after it arrives on ``res_beat``) and sent from there to each
-    destination in turn: workers 0..W-1 for a completed round, the requesting worker for a retransmission. The
-    status field is the round's contributor count with the NaN and overflow
+    destination in turn: workers 0..W-1 for a completed round, the
+    requesting worker for a retransmission. The status field is the round's contributor count with the NaN and overflow
     flags of every beat (and of the final rounding).
 
     ``o``: the egress stream (``layouts.egress_beat``), with full
