@@ -64,11 +64,11 @@ class Multicast(CheckedComponent):
     ``res_desc`` / ``res_beat`` (from the slot table): a RESULT's descriptor,
     then its beats. The beats are stored once in a buffer of ``depth`` beats
     (block RAM; in mode bf16-accumulate=fp32 they are rounded to bf16 on the
-    way in, through a register stage: a beat is in the buffer two cycles
-    after it arrives on ``res_beat``) and sent from there to each
-    destination in turn: workers 0..W-1 for a completed round, the
-    requesting worker for a retransmission. The status field is the round's contributor count with the NaN and overflow
-    flags of every beat (and of the final rounding).
+    way in, through a register stage: a beat is in the buffer two cycles after
+    it arrives on ``res_beat``) and sent from there to each destination in
+    turn: workers 0..W-1 for a completed round, the requesting worker for a
+    retransmission. The status field is the round's contributor count with the
+    NaN and overflow flags of every beat (and of the final rounding).
 
     ``o``: the egress stream (``layouts.egress_beat``), with full
     backpressure: nothing is lost while ``o.ready`` is low, the slot table
