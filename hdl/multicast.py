@@ -77,13 +77,14 @@ class Multicast(CheckedComponent):
     """
 
     @staticmethod
-    def check(params: Params, depth: int) -> None:
+    def check(params: Params, depth: int, *, compact: bool = False) -> None:
         if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= K/L ({params.beats}), not {depth}")
 
-    def __init__(self, params: Params, depth: int):
+    def __init__(self, params: Params, depth: int, *, compact: bool = False):
         self._params = params
         self._depth = depth
+        self._compact = compact
         super().__init__({
             "res_desc": In(stream.Signature(result_desc(params))),
             "res_beat": In(stream.Signature(result_beat(params), always_ready=True)),
@@ -149,9 +150,11 @@ class Multicast(CheckedComponent):
                                        "ovf": unsigned(1)}), name="rb")
         beat_in = Signal(beat_l)
         beat_ovfs = Signal(L)
-        m.d.sync += [rb_valid.eq(self.res_beat.valid), rb.last.eq(rb_in.last),
-                     rb.nan.eq(rb_in.nan), rb.ovf.eq(rb_in.ovf),
-                     beat_in.eq(conv), beat_ovfs.eq(conv_ovfs)]
+        # compact=True (the fewest cells): no register stage
+        dom = m.d.comb if self._compact else m.d.sync
+        dom += [rb_valid.eq(self.res_beat.valid), rb.last.eq(rb_in.last),
+                rb.nan.eq(rb_in.nan), rb.ovf.eq(rb_in.ovf),
+                beat_in.eq(conv), beat_ovfs.eq(conv_ovfs)]
         conv_ovf = beat_ovfs.any()
 
         wp = Signal(abits)

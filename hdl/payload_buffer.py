@@ -38,7 +38,8 @@ class PayloadBuffer(CheckedComponent):
         cycle t is written into the RAM at the end of cycle t + 1 (the
         write's address, data and enable are registered: the enable's
         fanout to the whole RAM starts at a register); the caller reads it
-        from cycle t + 2 on, never earlier.
+        from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
+        cells): the write is not registered (readable from cycle t + 1 on).
     release : In(count)
         Beats freed this cycle, oldest first; the space is seen by
         ``w.ready`` two cycles later (free pointer, then the registered
@@ -53,14 +54,15 @@ class PayloadBuffer(CheckedComponent):
     """
 
     @staticmethod
-    def check(params: Params, *, depth: int) -> None:
+    def check(params: Params, *, depth: int, compact: bool = False) -> None:
         if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
             raise ValueError(f"data_beats must be a power of two >= K/L ({params.beats}), "
                              f"not {depth}")
 
-    def __init__(self, params: Params, *, depth: int):
+    def __init__(self, params: Params, *, depth: int, compact: bool = False):
         self._params = params
         self._depth = depth
+        self._compact = compact
         abits = data_addr_bits(depth)
         super().__init__({
             "w": In(stream.Signature(payload_beat(params))),
@@ -93,7 +95,10 @@ class PayloadBuffer(CheckedComponent):
         w_addr = Signal(abits)
         w_data = Signal(payload_beat(self._params))
         w_en = Signal()
-        m.d.sync += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
+        if self._compact:
+            m.d.comb += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
+        else:
+            m.d.sync += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
         m.d.sync += room.eq(held < depth - 1)
         m.d.comb += [
             held.eq(written - freed),

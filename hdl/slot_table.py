@@ -144,7 +144,8 @@ class SlotTable(CheckedComponent):
         S = p.slots
         V = layouts.Verdict
 
-        m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats)
+        m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats,
+                                                       compact=self._acc_ram == "compact")
         m.submodules.decision = decision = Decision(p)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)

@@ -44,10 +44,14 @@ class Validator(wiring.Component):
     per cycle while ``desc`` and ``data`` accept. A beat accepted on ``i``
     is checked the next cycle at the earliest; up to two wait for ``desc``
     and ``data`` (``i.ready`` is registered: low while two wait).
+    ``compact=True`` (the fewest cells, for slow clocks): one registered
+    beat, which takes the next one while empty or moving on
+    (``i.ready`` combinational).
     """
 
-    def __init__(self, params: Params):
+    def __init__(self, params: Params, *, compact: bool = False):
         self._params = params
+        self._compact = compact
         super().__init__({
             "i": In(stream.Signature(layouts.ingress_beat(params.lanes))),
             "desc": Out(stream.Signature(descriptor(params))),
@@ -136,21 +140,30 @@ class Validator(wiring.Component):
             cin.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
             cin.slot_abs.eq(job.base + hdr.slot),
             cin.workers.eq(job.workers),
-            self.i.ready.eq(~full),
         ]
+        if not self._compact:
+            m.d.comb += self.i.ready.eq(~full)
+        if self._compact:
+            m.d.comb += self.i.ready.eq(~beat_valid | can)
+            with m.If(self.i.valid & self.i.ready):
+                m.d.sync += [held_beats[0].eq(cin), full.eq(1)]
+            with m.Elif(can):
+                m.d.sync += full.eq(0)
+            m.d.comb += [cout.eq(held_beats[0]), beat_valid.eq(full)]
         push = self.i.valid & ~full
-        for k, reg in enumerate(held_beats):
+        for k, reg in enumerate(held_beats if not self._compact else []):
             with m.If(push & (wr_ptr == k)):
                 m.d.sync += reg.eq(cin)
-        level_next = Signal(range(3))
-        m.d.comb += [level_next.eq(level + push - can),
-                     cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
-                     beat_valid.eq(level != 0)]
-        m.d.sync += [level.eq(level_next), full.eq(level_next == 2)]
-        with m.If(push):
-            m.d.sync += wr_ptr.eq(~wr_ptr)
-        with m.If(can):
-            m.d.sync += rd_ptr.eq(~rd_ptr)
+        if not self._compact:
+            level_next = Signal(range(3))
+            m.d.comb += [level_next.eq(level + push - can),
+                         cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
+                         beat_valid.eq(level != 0)]
+            m.d.sync += [level.eq(level_next), full.eq(level_next == 2)]
+            with m.If(push):
+                m.d.sync += wr_ptr.eq(~wr_ptr)
+            with m.If(can):
+                m.d.sync += rd_ptr.eq(~rd_ptr)
         beat = cout
 
         # ---- per-message state, held from the first beat ----
