@@ -80,14 +80,15 @@ class NetaggCore(CheckedComponent):
         result_depth = _pow2_at_least((4 if self._acc_ram == "compact" else 8) * B)
 
         m.submodules.jobs = jobs = JobTable(p)
-        m.submodules.validator = val = Validator(p)
+        compact = self._acc_ram == "compact"
+        m.submodules.validator = val = Validator(p, compact=compact)
         m.submodules.desc_q = desc_q = BufferedFIFO(width=descriptor(p).size,
                                                          depth=fifo_depth)
         m.submodules.slots = slots = SlotTable(p, result_beats=result_depth,
                                                data_beats=fifo_depth,
                                                fp_stages=self._fp_stages,
                                                acc_ram=self._acc_ram)
-        m.submodules.mcast = mcast = Multicast(p, depth=result_depth)
+        m.submodules.mcast = mcast = Multicast(p, depth=result_depth, compact=compact)
 
         # Ingress: the validator sees beats only once the slot table is ready.
         m.d.comb += [

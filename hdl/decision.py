@@ -130,7 +130,9 @@ class Decision(wiring.Component):
             self.round.op.eq(Mux(retransmit, copy.op, hdr.op)),
             self.round.count.eq(Mux(retransmit, copy.count, hdr.count)),
             self.round.offset.eq(Mux(retransmit, copy.offset, hdr.offset)),
-            self.beats.eq(beats_of(self.round.count, p.lanes)),
+            # both candidates' beat counts at once: the verdict only selects
+            self.beats.eq(Mux(retransmit, beats_of(copy.count, p.lanes),
+                              beats_of(hdr.count, p.lanes))),
         ]
 
         new = self.new_state

@@ -134,11 +134,11 @@ class IssueQueue(CheckedComponent):
         queue = [older, younger]
         overtaken_beats = Signal.like(self.released)   # freed beats of entries that overtook
 
-        unissued = []
-        for k, ent in enumerate(queue):
-            m.d.comb += loop.hazard_addr[k].eq(ent.acc_addr)
-            unissued.append(ent.valid & ~ent.done)
-        hazard = [loop.hazard[0], loop.hazard[1]]
+        unissued = [ent.valid & ~ent.done for ent in queue]
+        # Read-after-write hazards of the entries, registered: computed in
+        # the cycle before from the loop's stages and this cycle's issue,
+        # for each address an entry can hold next (see below).
+        hazard = [Signal(name="older_hazard"), Signal(name="younger_hazard")]
         older_can = unissued[0] & ~older.rtx & ~hazard[0]
         # A retransmission waits as the older entry with nothing issuing, so
         # the loop seen a cycle ago (registered) bounds the one now.
@@ -229,6 +229,32 @@ class IssueQueue(CheckedComponent):
         placed = Signal(entry_l)
         with m.If(self.push.valid):
             m.d.comb += placed.eq(requested)
+
+        # Next cycle's hazards. Each entry then holds one of five addresses:
+        # an entry's as it is (not issued now) or one beat on (issued now),
+        # or the request's. A candidate has a hazard next cycle if a combine
+        # beat to it is in the loop's first spacing - 2 stages now (`loop.hazard`),
+        # or issues now: never the issuing entry's own next address; the
+        # other entry's or the request's address when equal to the issuing one.
+        cands = [older.acc_addr, older.acc_addr + 1, younger.acc_addr, younger.acc_addr + 1,
+                 requested.acc_addr]
+        for k, c in enumerate(cands):
+            m.d.comb += loop.hazard_addr[k].eq(c)
+        combine_older = issue_older & ~older_rtx
+        same = older.acc_addr == younger.acc_addr
+        h_older = loop.hazard[0] | (issue_younger & same)
+        h_older1 = loop.hazard[1]
+        h_younger = loop.hazard[2] | (combine_older & same)
+        h_younger1 = loop.hazard[3]
+        h_req = (loop.hazard[4] | (combine_older & (older.acc_addr == requested.acc_addr))
+                 | (issue_younger & (younger.acc_addr == requested.acc_addr)))
+        h_adv = [Mux(issue_older, h_older1, h_older), Mux(issue_younger, h_younger1, h_younger)]
+        with m.If(keep_older):
+            m.d.sync += [hazard[0].eq(h_adv[0]), hazard[1].eq(Mux(keep_younger, h_adv[1], h_req))]
+        with m.Elif(keep_younger):
+            m.d.sync += [hazard[0].eq(h_adv[1]), hazard[1].eq(h_req)]
+        with m.Else():
+            m.d.sync += [hazard[0].eq(h_req), hazard[1].eq(0)]
         with m.If(keep_older):
             m.d.sync += [older.eq(advanced[0]),
                          younger.eq(Mux(keep_younger, advanced[1], placed))]

@@ -5,7 +5,7 @@ Arithmetic; golden model :func:`netagg.sim.arith.to_acc` and
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +15,7 @@ from .fp import BF16, FP32, FPAdd, FPMinMax
 from .intalu import IntAdd, IntMinMax
 from .layouts import DType, Op
 
-__all__ = ["Lane", "LaneIn", "LaneOut", "DEFAULT_STAGES"]
+__all__ = ["Lane", "LaneIn", "LaneOut", "LaneSel", "DEFAULT_STAGES", "decode_sel", "widen_b"]
 
 LaneIn = data.StructLayout({
     "a": unsigned(32),        # accumulator bits (ignored when `first`)
@@ -30,6 +30,33 @@ LaneOut = data.StructLayout({
     "nan": unsigned(1),       # an input or the result is NaN
     "ovf": unsigned(1),       # finite float sum rounded to inf, or int32 add wrapped
 })
+
+LaneSel = data.StructLayout({
+    "int": unsigned(1),       # dtype is int32
+    "bf16": unsigned(1),      # dtype is bf16
+    "sum": unsigned(1),       # op is sum
+    "max": unsigned(1),       # op is max
+    "first": unsigned(1),     # the beat's ``first``
+})
+"""The selects a lane decodes from a beat's dtype, op and first (a lane
+built with ``decoded=True`` takes them registered on its ``sel`` port)."""
+
+
+def decode_sel(dtype, op, first) -> dict:
+    """The :data:`LaneSel` fields of a beat, as a dict of name to value: works
+    on Amaranth values (a :class:`~netagg.hdl.layouts.DType` and
+    :class:`~netagg.hdl.layouts.Op` view, a 1-bit ``first``) and on plain
+    Python members and ints alike."""
+    return {"int": dtype == DType.INT32, "bf16": dtype == DType.BF16,
+            "sum": op == Op.SUM, "max": op == Op.MAX, "first": first}
+
+
+def widen_b(b: Value, is_bf16) -> Value:
+    """The contribution element as the lane's adders take it: a bf16 element
+    (low 16 bits of ``b``) widened exactly to binary32, any other ``b`` as
+    it is."""
+    return Mux(is_bf16, Cat(Const(0, 16), b[:16]), b)
+
 
 DEFAULT_STAGES = 5
 """Default floating-point adder depth (see docs/arithmetic.md for Fmax)."""
@@ -56,6 +83,14 @@ class Lane(CheckedComponent):
     give unspecified results); ``stages`` is the floating-point adder depth
     (``None``: :data:`DEFAULT_STAGES`).
 
+    Decoded form (``decoded=True``): the lane has a ``sel`` input (a
+    :data:`LaneSel`, valid with ``i``: :func:`decode_sel` of the beat) and
+    takes ``i.payload.b`` already widened (:func:`widen_b`); it ignores
+    ``i.payload.dtype``, ``op`` and ``first``. A caller that registers
+    ``sel`` and the widened ``b`` itself, one copy per lane, one stage
+    before the lane (``hdl/lane_loop.py``), takes the decode and its fanout
+    off the adders' first stage; the latency is the same.
+
     Flow: the whole pipeline advances on cycles where ``~o.valid | o.ready``
     (which is ``i.ready``). With ``o.ready`` held high, a beat accepted on
     ``i`` appears on ``o`` exactly ``latency`` (= ``stages + 1``) cycles
@@ -63,21 +98,27 @@ class Lane(CheckedComponent):
     """
 
     def __init__(self, *, dtypes=("int32", "fp32", "bf16"), ops=("sum", "min", "max"),
-                 bf16_accumulate="fp32", stages=None):
+                 bf16_accumulate="fp32", stages=None, decoded=False):
         dtypes, ops = tuple(dtypes), tuple(ops)
+        self._decoded = decoded
         self._dtypes = frozenset(dtypes)
         self._ops = frozenset(ops)
         self._mode = bf16_accumulate
         self._stages = DEFAULT_STAGES if stages is None else stages
-        super().__init__({
+        ports = {
             "i": In(stream.Signature(LaneIn)),
             "o": Out(stream.Signature(LaneOut)),
-        })
+        }
+        if decoded:
+            ports["sel"] = In(LaneSel)
+        super().__init__(ports)
 
     @staticmethod
     def check(*, dtypes=("int32", "fp32", "bf16"), ops=("sum", "min", "max"),
-              bf16_accumulate="fp32", stages=None) -> None:
+              bf16_accumulate="fp32", stages=None, decoded=False) -> None:
         """Raise ``ValueError`` unless the build options are valid."""
+        if not isinstance(decoded, bool):
+            raise ValueError(f"decoded must be a bool, not {decoded!r}")
         if isinstance(dtypes, str) or isinstance(ops, str):
             raise ValueError("dtypes and ops must be tuples of names, not strings")
         try:
@@ -114,6 +155,11 @@ class Lane(CheckedComponent):
         return (DEFAULT_STAGES if stages is None else stages) + 1
 
     @property
+    def decoded(self) -> bool:
+        """Built with a ``sel`` port and a pre-widened ``b``."""
+        return self._decoded
+
+    @property
     def dtypes(self) -> frozenset:
         return self._dtypes
 
@@ -138,11 +184,15 @@ class Lane(CheckedComponent):
 
         p = self.i.payload
         a, b = p.a, p.b
-        is_int = p.dtype == DType.INT32
-        is_bf16 = p.dtype == DType.BF16
-        is_sum = p.op == Op.SUM
+        if self._decoded:
+            sel = {name: self.sel[name] for name in LaneSel.members}
+            b_w = b                                   # widened by the caller
+            b, b16 = b_w, b_w[16:]                    # int32 element, bf16 element
+        else:
+            sel = decode_sel(p.dtype, p.op, p.first)
+            b_w, b16 = widen_b(b, sel["bf16"]), b[:16]
+        is_int, is_bf16, is_sum, is_max, first = (sel[k] for k in LaneSel.members)
         narrow = is_bf16 if narrow_mode else Const(0)
-        b_w = Mux(is_bf16, Cat(Const(0, 16), b[:16]), b)      # exact widening
         a_w = Mux(narrow, Cat(Const(0, 16), a[:16]), a)
 
         # results available at once, delayed to the adders' latency
@@ -158,17 +208,17 @@ class Lane(CheckedComponent):
 
         if do_mm and floats:
             m.submodules.fmm = fmm = FPMinMax(FP32)
-            m.d.comb += [fmm.a.eq(a_w), fmm.b.eq(b_w), fmm.max.eq(p.op == Op.MAX)]
+            m.d.comb += [fmm.a.eq(a_w), fmm.b.eq(b_w), fmm.max.eq(is_max)]
         if has("int32"):
             if do_sum:
                 m.submodules.iadd = iadd = IntAdd(32)
                 m.d.comb += [iadd.a.eq(a), iadd.b.eq(b)]
             if do_mm:
                 m.submodules.imm = imm = IntMinMax(32)
-                m.d.comb += [imm.a.eq(a), imm.b.eq(b), imm.max.eq(p.op == Op.MAX)]
+                m.d.comb += [imm.a.eq(a), imm.b.eq(b), imm.max.eq(is_max)]
 
         wide_r = Signal(32)      # float result before narrowing to bf16
-        with m.If(p.first):
+        with m.If(first):
             m.d.comb += [wide_r.eq(f_r), e_nan.eq(b_nan & ~is_int)]
             with m.If(is_int):
                 m.d.comb += e_r.eq(b)
@@ -195,7 +245,7 @@ class Lane(CheckedComponent):
             m.d.comb += [add32.a.eq(a), add32.b.eq(b_w), add32.en.eq(adv)]
         if do_sum and narrow_mode:
             m.submodules.add16 = add16 = FPAdd(BF16, stages=self._stages)
-            m.d.comb += [add16.a.eq(a[:16]), add16.b.eq(b[:16]), add16.en.eq(adv)]
+            m.d.comb += [add16.a.eq(a[:16]), add16.b.eq(b16), add16.en.eq(adv)]
 
         # delay line for the early results
         d_r, d_nan, d_ovf, d_sel = e_r, e_nan, e_ovf, sel

@@ -3,20 +3,21 @@ through L lanes, and the RESULT beats it produces."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
-from netagg.hdl.lane import Lane
+from netagg.hdl.lane import Lane, LaneSel, decode_sel, widen_b
+from netagg.hdl.layouts import DType
 from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
 from netagg.hdl.slot_layouts import acc_word, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
 
-__all__ = ["ACC_RAM_FORMS", "LaneLoop", "loop_beat"]
+__all__ = ["ACC_RAM_FORMS", "HAZARD_CANDIDATES", "LaneLoop", "loop_beat"]
 
 
 def acc_addr_bits(params: Params) -> int:
@@ -39,6 +40,32 @@ def loop_beat(params: Params) -> data.StructLayout:
     })
 
 
+KEEP = {"keep": 1}
+"""Attributes of a register that Yosys must not merge with its identical
+copies (``hdl/netlist.py`` puts ``keep`` on the register cell as well: on a
+wire alone it does not stop ``opt_merge``)."""
+
+
+def _kept(m: Module, value, name: str) -> Signal:
+    """``value`` registered in a kept register (:data:`KEEP`) of its own."""
+    reg = Signal(Value.cast(value).shape(), name=name, attrs=KEEP)
+    m.d.sync += reg.eq(value)
+    return reg
+
+
+def _forward(entry, history, hit, field, i=None):
+    """The operand's ``field`` (lane ``i``'s element of ``data``): the RAM
+    entry, or the most recent write-back whose registered select in ``hit``
+    is set (bit k for ``history[k]``)."""
+    def pick(word):
+        v = word[field]
+        return v if i is None else v[i]
+    operand = pick(entry)
+    for k in reversed(range(len(history))):
+        operand = Mux(hit[k], pick(history[k][2]), operand)
+    return operand
+
+
 def _stage(params: Params) -> data.StructLayout:
     """A beat in the loop: where it writes back, and what it carries along."""
     return data.StructLayout({
@@ -49,6 +76,11 @@ def _stage(params: Params) -> data.StructLayout:
         "bf16": unsigned(1),
     })
 
+
+HAZARD_CANDIDATES = 5
+"""Addresses :class:`LaneLoop` checks for hazards at once: the issue queue's
+two entries' addresses as they are and advanced by one beat, and a request
+being pushed (:class:`~netagg.hdl.issue_queue.IssueQueue`)."""
 
 ACC_RAM_FORMS = ("memory", "ecp5", "compact")
 """Build forms of the accumulator loop (:class:`LaneLoop` ``acc_ram``)."""
@@ -85,10 +117,13 @@ class LaneLoop(CheckedComponent):
     data : In(payload_beat)
         The payload beat of the beat issued two cycles before (as the
         issue queue's registered payload-buffer read delivers it).
-    hazard_addr : In(array of 2 addresses)
-    hazard : Out(2)
-        Combinational: a combine beat to that address was issued less than
-        :attr:`spacing` cycles ago (issuing one now would miss its result).
+    hazard_addr : In(array of :data:`HAZARD_CANDIDATES` addresses)
+    hazard : Out(:data:`HAZARD_CANDIDATES`)
+        Combinational, from registers only: a combine beat to that address
+        was issued less than :attr:`spacing` - 1 cycles ago, so that it will
+        still be less than :attr:`spacing` cycles old in the next cycle (the
+        caller adds this cycle's issue and registers the result: a beat
+        issued then would miss its result).
     lanes_busy : Out(1)
         Registered: a combine beat was in the loop in the previous cycle (a
         retransmission waits for ``~lanes_busy``: then the loop holds no
@@ -122,8 +157,8 @@ class LaneLoop(CheckedComponent):
         super().__init__({
             "issue": In(stream.Signature(loop_beat(params), always_ready=True)),
             "data": In(payload_beat(params)),
-            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), 2)),
-            "hazard": Out(2),
+            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), HAZARD_CANDIDATES)),
+            "hazard": Out(HAZARD_CANDIDATES),
             "lanes_busy": Out(1),
             "res_beat": Out(stream.Signature(result_beat(params), always_ready=True)),
             "busy": Out(1),
@@ -193,7 +228,7 @@ class LaneLoop(CheckedComponent):
             entry = word_l(acc_ram.r_data)
         lanes = []
         for i in range(L):
-            lane = Lane(**self._lane_args)
+            lane = Lane(**self._lane_args, decoded=not compact)
             m.submodules[f"lane{i}"] = lane
             m.d.comb += lane.o.ready.eq(1)
             lanes.append(lane)
@@ -210,8 +245,8 @@ class LaneLoop(CheckedComponent):
         stages = front + in_lanes
         out = in_lanes[D - 1]
         m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
-        for k in range(2):
-            for s in stages[:self.spacing - 1]:
+        for k in range(HAZARD_CANDIDATES):
+            for s in stages[:self.spacing - 2]:
                 with m.If(s.valid & ~s.rtx & (s.addr == self.hazard_addr[k])):
                     m.d.comb += self.hazard[k].eq(1)
 
@@ -246,17 +281,27 @@ class LaneLoop(CheckedComponent):
         # Forwarding: the write-backs the entry at the data stage misses
         # (this cycle's and the R before it: the read address was sampled at
         # the edge ending the first of these cycles); the most recent wins.
-        operand = entry
+        # Their selects (valid write-back to the data stage's address) are
+        # compared one cycle earlier, between the stage before the data
+        # stage and the write-backs one cycle before theirs, and registered
+        # once per lane (see ``_kept``).
+        pre = front[-3]                         # at_data's beat, one cycle earlier
+        history = [(writes, out.addr, written)]
         if not compact:
-            history = [(writes, out.addr, written)]
             for k in range(1, R + 1):
                 prev = history[-1]
                 held = (Signal(name=f"wrote{k}"), Signal.like(out.addr, name=f"wrote{k}_addr"),
                         Signal(word_l, name=f"wrote{k}_word"))
                 m.d.sync += [h.eq(v) for h, v in zip(held, prev, strict=True)]
                 history.append(held)
-            for valid, addr, word in reversed(history):
-                operand = Mux(valid & (addr == at_data.addr), word, operand)
+            before_out = stages[-2]             # `out`'s beat, one cycle earlier
+            early = [(before_out.valid & ~before_out.rtx, before_out.addr)]
+            early += [(valid, addr) for valid, addr, _ in history[:-1]]
+            hits = Cat(valid & (addr == pre.addr) for valid, addr in early)
+        # The lanes' selects, one stage before the lanes: the beat's decode
+        # (and the bf16 widening of its elements one stage before that).
+        sel_d = decode_sel(kinds[-2].dtype, kinds[-2].op, at_data.first)
+        widen_pre = kinds[-3].dtype == DType.BF16
 
         # Operands, registered: the lanes' inputs. The payload beat arrives
         # at the second stage; the stage delay line follows the lanes.
@@ -268,19 +313,32 @@ class LaneLoop(CheckedComponent):
             payload = delayed
         payload_in = Signal(payload_beat(p))
         rtx_out = Signal()       # the operands stage holds a retransmitted beat (not for lanes)
-        m.d.sync += [at_operands.eq(at_data), kinds[-1].eq(kinds[-2]), acc_in.eq(operand),
-                     payload_in.eq(payload), rtx_out.eq(at_data.valid & at_data.rtx)]
+        m.d.sync += [at_operands.eq(at_data), kinds[-1].eq(kinds[-2]),
+                     rtx_out.eq(at_data.valid & at_data.rtx)]
         with m.If(at_data.rtx):
             m.d.sync += at_operands.valid.eq(0)
+        if compact:
+            m.d.sync += [acc_in.eq(entry), payload_in.eq(payload)]
+        else:
+            # flags: the first lane's copy of the forwarding selects
+            flag_hit = _kept(m, hits, "fwd_hit_flags")
+            m.d.sync += [acc_in.nan.eq(_forward(entry, history, flag_hit, "nan")),
+                         acc_in.ovf.eq(_forward(entry, history, flag_hit, "ovf"))]
         for i, lane in enumerate(lanes):
-            m.d.comb += [
-                lane.i.valid.eq(at_operands.valid),
-                lane.i.payload.a.eq(acc_in.data[i]),
-                lane.i.payload.b.eq(payload_in[i]),
-                lane.i.payload.dtype.eq(kinds[-1].dtype),
-                lane.i.payload.op.eq(kinds[-1].op),
-                lane.i.payload.first.eq(at_operands.first),
-            ]
+            m.d.comb += lane.i.valid.eq(at_operands.valid)
+            m.d.comb += [lane.i.payload.a.eq(acc_in.data[i]), lane.i.payload.b.eq(payload_in[i])]
+            if compact:
+                m.d.comb += [lane.i.payload.dtype.eq(kinds[-1].dtype),
+                             lane.i.payload.op.eq(kinds[-1].op),
+                             lane.i.payload.first.eq(at_operands.first)]
+                continue
+            sel = Signal(LaneSel, name=f"lane{i}_sel", attrs=KEEP)
+            m.d.sync += [sel[k].eq(v) for k, v in sel_d.items()]
+            m.d.comb += lane.sel.eq(sel)
+            widen = _kept(m, widen_pre, f"lane{i}_widen")
+            lane_hit = _kept(m, hits, f"lane{i}_fwd_hit")
+            m.d.sync += [payload_in[i].eq(widen_b(payload[i], widen)),
+                         acc_in.data[i].eq(_forward(entry, history, lane_hit, "data", i))]
         m.d.sync += [in_lanes[0].eq(at_operands), in_lanes[0].nan.eq(acc_in.nan),
                      in_lanes[0].ovf.eq(acc_in.ovf)]
         for k in range(1, D):

@@ -3,7 +3,7 @@ worker of the job (one egress stream and a replicator)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -64,10 +64,11 @@ class Multicast(CheckedComponent):
     ``res_desc`` / ``res_beat`` (from the slot table): a RESULT's descriptor,
     then its beats. The beats are stored once in a buffer of ``depth`` beats
     (block RAM; in mode bf16-accumulate=fp32 they are rounded to bf16 on the
-    way in) and sent from there to each destination in turn: workers 0..W-1
-    for a completed round, the requesting worker for a retransmission. The
-    status field is the round's contributor count with the NaN and overflow
-    flags of every beat (and of the final rounding).
+    way in, through a register stage: a beat is in the buffer two cycles after
+    it arrives on ``res_beat``) and sent from there to each destination in
+    turn: workers 0..W-1 for a completed round, the requesting worker for a
+    retransmission. The status field is the round's contributor count with the
+    NaN and overflow flags of every beat (and of the final rounding).
 
     ``o``: the egress stream (``layouts.egress_beat``), with full
     backpressure: nothing is lost while ``o.ready`` is low, the slot table
@@ -76,13 +77,14 @@ class Multicast(CheckedComponent):
     """
 
     @staticmethod
-    def check(params: Params, depth: int) -> None:
+    def check(params: Params, depth: int, *, compact: bool = False) -> None:
         if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= K/L ({params.beats}), not {depth}")
 
-    def __init__(self, params: Params, depth: int):
+    def __init__(self, params: Params, depth: int, *, compact: bool = False):
         self._params = params
         self._depth = depth
+        self._compact = compact
         super().__init__({
             "res_desc": In(stream.Signature(result_desc(params))),
             "res_beat": In(stream.Signature(result_beat(params), always_ready=True)),
@@ -127,20 +129,33 @@ class Multicast(CheckedComponent):
         ]
 
         # ---- beats into the buffer ----
-        rb = self.res_beat.payload
+        # A register stage first: the beat as stored (rounded to bf16 in
+        # convert mode) with its flags, so that the rounding's carry chain
+        # ends in a register; the buffer and the stored queue are written
+        # from it a cycle later.
+        rb_in = self.res_beat.payload
         convert = (p.bf16_accumulate == "fp32" and "bf16" in p.dtypes)
-        beat_in = Signal(beat_l)
-        conv_ovf = Signal()
-        m.d.comb += beat_in.eq(rb.data)
+        conv = Signal(beat_l)
+        conv_ovfs = Signal(L)
+        m.d.comb += conv.eq(rb_in.data)
         if convert:
-            ovfs = []
-            with m.If(rb.bf16):
+            with m.If(rb_in.bf16):
                 for i in range(L):
                     cv = FP32ToBF16()
                     m.submodules[f"narrow{i}"] = cv
-                    m.d.comb += [cv.i.eq(rb.data[i]), beat_in[i].eq(cv.o)]
-                    ovfs.append(cv.ovf & rb.mask[i])
-                m.d.comb += conv_ovf.eq(Cat(ovfs).any())
+                    m.d.comb += [cv.i.eq(rb_in.data[i]), conv[i].eq(cv.o),
+                                 conv_ovfs[i].eq(cv.ovf & rb_in.mask[i])]
+        rb_valid = Signal()
+        rb = Signal(data.StructLayout({"last": unsigned(1), "nan": unsigned(1),
+                                       "ovf": unsigned(1)}), name="rb")
+        beat_in = Signal(beat_l)
+        beat_ovfs = Signal(L)
+        # compact=True (the fewest cells): no register stage
+        dom = m.d.comb if self._compact else m.d.sync
+        dom += [rb_valid.eq(self.res_beat.valid), rb.last.eq(rb_in.last),
+                rb.nan.eq(rb_in.nan), rb.ovf.eq(rb_in.ovf),
+                beat_in.eq(conv), beat_ovfs.eq(conv_ovfs)]
+        conv_ovf = beat_ovfs.any()
 
         wp = Signal(abits)
         start = Signal(abits)
@@ -155,9 +170,9 @@ class Multicast(CheckedComponent):
         ovf_now = acc_ovf & in_msg | rb.ovf | conv_ovf
         sin = data.View(stored_l, stored_q.w_data)
         m.d.comb += [buf_wr.addr.eq(wp), buf_wr.data.eq(beat_in),
-                     buf_wr.en.eq(self.res_beat.valid),
+                     buf_wr.en.eq(rb_valid),
                      sin.start.eq(cur_start), sin.nan.eq(nan_now), sin.ovf.eq(ovf_now)]
-        with m.If(self.res_beat.valid):
+        with m.If(rb_valid):
             m.d.sync += [wp.eq(wp + 1), start.eq(cur_start), acc_nan.eq(nan_now),
                          acc_ovf.eq(ovf_now), in_msg.eq(~rb.last)]
             with m.If(rb.last):
@@ -223,7 +238,7 @@ class Multicast(CheckedComponent):
             self.o.valid.eq(out_q.r_rdy),
             out_q.r_en.eq(self.o.ready),
         ]
-        m.d.comb += self.busy.eq(pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
+        m.d.comb += self.busy.eq(rb_valid | pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
                                  | self.free.valid
                                  | (pending.level != 0) | (stored_q.level != 0)
                                  | (out_q.level != 0) | in_msg)

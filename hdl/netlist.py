@@ -16,6 +16,13 @@ itself (``netagg generate``, ``netagg build``), so that a user's plain
   value before the first read is never used, and with one Yosys gates
   every RAM output bit with an init flag. Amaranth gives every register a
   power-up value; it is removed from the text.
+* Kept registers: a register whose signal has the ``keep`` attribute
+  (``Signal(..., attrs={"keep": 1})``, the replicated per-lane selects of
+  :mod:`netagg.hdl.lane_loop`) gets ``keep`` on its flip-flop cell as well
+  (the ``$dff`` cell in RTLIL, the ``always`` block in Verilog). Amaranth
+  puts a signal's attributes on its wire only, and Yosys's ``opt_merge``
+  honours ``keep`` on cells only: it would merge the identical copies back
+  into one register.
 """
 
 from __future__ import annotations
@@ -53,9 +60,56 @@ def _renamer(text: str, pattern: re.Pattern):
 _RTLIL_IDENT = re.compile(r"\\[^\s]+")
 
 
+def _keep_value(attr_line: str) -> bool:
+    parts = attr_line.split()
+    return len(parts) >= 3 and parts[1] == "\\keep" and parts[2].strip("\"") not in ("0", "")
+
+
+def _keep_rtlil_cells(text: str) -> str:
+    """``attribute \\keep 1`` on every ``$dff``/``$adff`` cell whose ``Q``
+    is a wire with ``keep``."""
+    kept, pending = set(), []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("attribute "):
+            pending.append(s)
+            continue
+        if s.startswith("wire ") and any(_keep_value(a) for a in pending):
+            kept.add(s.split()[-1])
+        pending = []
+    if not kept:
+        return text
+    lines = text.splitlines(keepends=True)
+    out, i = [], 0
+    while i < len(lines):
+        s = lines[i].strip()
+        if s.split()[:2] in (["cell", "$dff"], ["cell", "$adff"]):
+            j = i
+            while j < len(lines) and lines[j].strip() != "end":
+                j += 1
+            body = lines[i:j + 1]
+            q = [b.split()[2] for b in body if b.split()[:2] == ["connect", "\\Q"]]
+            attrs = []
+            k = len(out)
+            while k and out[k - 1].lstrip().startswith("attribute "):
+                k -= 1
+                attrs.append(out[k])
+            if q and q[0] in kept and not any(_keep_value(a.strip()) for a in attrs):
+                indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+                out.append(f"{indent}attribute \\keep 1\n")
+            out.extend(body)
+            i = j + 1
+            continue
+        out.append(lines[i])
+        i += 1
+    return "".join(out)
+
+
 def fix_rtlil(text: str) -> str:
-    """RTLIL text (Amaranth's ``rtlil.convert``) with plain names and no
-    ``init`` attribute on read registers."""
+    """RTLIL text (Amaranth's ``rtlil.convert``) with plain names, no
+    ``init`` attribute on read registers and ``keep`` on kept registers'
+    cells."""
+    text = _keep_rtlil_cells(text)
     mapping = _renamer(text, _RTLIL_IDENT)
     out, pending = [], []
     for line in text.splitlines(keepends=True):
@@ -83,9 +137,30 @@ _VERILOG_REG_INIT = re.compile(
     r"(?P<name>\\\S+|[A-Za-z_][A-Za-z0-9_$]*)\s*=\s*[^;]+;", re.M)
 
 
+_VERILOG_KEPT_REG = re.compile(
+    r"^\s*\(\* keep = (?:32'd)?1 \*\)\n(?:\s*\(\*[^\n]*\*\)\n)*"
+    r"\s*(?:output\s+)?reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s+)?"
+    r"(?P<name>\\\S+|[A-Za-z_][A-Za-z0-9_$]*)", re.M)
+
+
+def _keep_verilog_blocks(text: str) -> str:
+    """``(* keep *)`` on the ``always`` block of every register declared
+    with ``keep``."""
+    names = set(_VERILOG_KEPT_REG.findall(text))
+    if not names:
+        return text
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    block = re.compile(r"^(?P<indent>[ \t]*)(?P<always>always @\(posedge [^)]+\)\n\s*"
+                       r"(?:" + alt + r")(?=[\s\[<])\s*(?:\[[^\]]*\]\s*)?<=)", re.M)
+    return block.sub(lambda m: f"{m.group('indent')}(* keep = 32'd1 *)\n"
+                               f"{m.group('indent')}{m.group('always')}", text)
+
+
 def fix_verilog(text: str) -> str:
     """Verilog text (Amaranth's ``verilog.convert``) with plain escaped
-    names and no power-up value on read registers."""
+    names, no power-up value on read registers and ``keep`` on kept
+    registers' ``always`` blocks."""
+    text = _keep_verilog_blocks(text)
     def strip(m):
         if not is_read_register(m.group("name")):
             return m.group(0)

@@ -34,8 +34,12 @@ class PayloadBuffer(CheckedComponent):
         in the first cycle after reset. One beat per cycle.
     rd_addr : In(address)
         Read address; ``rd_data`` holds that beat one cycle later (a block
-        RAM read with its output register). The caller never reads a beat in
-        the cycle it is written, nor a beat not yet written.
+        RAM read with its output register). A beat accepted on ``w`` in
+        cycle t is written into the RAM at the end of cycle t + 1 (the
+        write's address, data and enable are registered: the enable's
+        fanout to the whole RAM starts at a register); the caller reads it
+        from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
+        cells): the write is not registered (readable from cycle t + 1 on).
     release : In(count)
         Beats freed this cycle, oldest first; the space is seen by
         ``w.ready`` two cycles later (free pointer, then the registered
@@ -50,14 +54,15 @@ class PayloadBuffer(CheckedComponent):
     """
 
     @staticmethod
-    def check(params: Params, *, depth: int) -> None:
+    def check(params: Params, *, depth: int, compact: bool = False) -> None:
         if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
             raise ValueError(f"data_beats must be a power of two >= K/L ({params.beats}), "
                              f"not {depth}")
 
-    def __init__(self, params: Params, *, depth: int):
+    def __init__(self, params: Params, *, depth: int, compact: bool = False):
         self._params = params
         self._depth = depth
+        self._compact = compact
         abits = data_addr_bits(depth)
         super().__init__({
             "w": In(stream.Signature(payload_beat(params))),
@@ -87,13 +92,20 @@ class PayloadBuffer(CheckedComponent):
         held = Signal(abits + 1)
         room = Signal()                  # registered: a beat written now still fits
         write = self.w.valid & self.w.ready
+        w_addr = Signal(abits)
+        w_data = Signal(payload_beat(self._params))
+        w_en = Signal()
+        if self._compact:
+            m.d.comb += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
+        else:
+            m.d.sync += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
         m.d.sync += room.eq(held < depth - 1)
         m.d.comb += [
             held.eq(written - freed),
             self.w.ready.eq(room),
-            wr.addr.eq(written[:abits]),
-            wr.data.eq(self.w.payload),
-            wr.en.eq(write),
+            wr.addr.eq(w_addr),
+            wr.data.eq(w_data),
+            wr.en.eq(w_en),
             self.head.eq(head[:abits]),
             self.empty.eq(held == 0),
         ]

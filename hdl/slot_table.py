@@ -22,7 +22,7 @@ from netagg.hdl.credit import ResultCredit
 from netagg.hdl.decision import Decision
 from netagg.hdl.issue_queue import IssueQueue
 from netagg.hdl.lane import Lane
-from netagg.hdl.lane_loop import LaneLoop
+from netagg.hdl.lane_loop import KEEP, LaneLoop
 from netagg.hdl.payload_buffer import PayloadBuffer
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.slot_layouts import (
@@ -144,7 +144,8 @@ class SlotTable(CheckedComponent):
         S = p.slots
         V = layouts.Verdict
 
-        m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats)
+        m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats,
+                                                       compact=self._acc_ram == "compact")
         m.submodules.decision = decision = Decision(p)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)
@@ -238,9 +239,29 @@ class SlotTable(CheckedComponent):
         if compact:
             m.d.comb += decision.state.eq(b_state)
         else:
-            c_writes_b = (c_valid & (terms.verdict == V.ACCEPT)
-                          & (c_desc.slot_abs == b_desc.slot_abs))
-            m.d.comb += decision.state.eq(Mux(c_writes_b, terms.new_state, b_state))
+            # C holds an ACCEPT of B's slot: B decides on C's new word. The
+            # select is registered, computed from the stages one cycle
+            # earlier (what C and B will hold), one copy per slot copy
+            # (kept: its fanout is the word's width).
+            accept_b = decision.verdict == V.ACCEPT
+            accept_c = c_valid & (terms.verdict == V.ACCEPT)
+            next_a_in_b = a_moves & (~b_valid | b_moves)
+            eq = {(x, y): u.slot_abs == v.slot_abs
+                  for (x, u), (y, v) in [(("b", b_desc), ("a", a_desc)),
+                                         (("c", c_desc), ("a", a_desc)),
+                                         (("c", c_desc), ("b", b_desc))]}
+            c_writes_b_next = Signal()
+            with m.If(b_moves):           # C takes B's decision, B takes A or empties
+                m.d.comb += c_writes_b_next.eq(accept_b & next_a_in_b & eq["b", "a"])
+            with m.Elif(~decide):         # C stays; B stays or takes A
+                m.d.comb += c_writes_b_next.eq(
+                    accept_c & Mux(b_valid, eq["c", "b"], next_a_in_b & eq["c", "a"]))
+            forwarded = Signal(state_l)
+            for v in range(2):
+                c_writes_b = Signal(name=f"c_writes_b{v}", attrs=KEEP)
+                m.d.sync += c_writes_b.eq(c_writes_b_next)
+                m.d.comb += forwarded[v].eq(Mux(c_writes_b, terms.new_state[v], b_state[v]))
+            m.d.comb += decision.state.eq(forwarded)
         decided = [
             terms.verdict.eq(decision.verdict),
             terms.mode.eq(decision.mode),

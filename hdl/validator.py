@@ -41,11 +41,17 @@ class Validator(wiring.Component):
 
     The job table is sampled as a message's first beat enters (the checks
     are registered with the beat). Throughput: one beat
-    per cycle while ``desc`` and ``data`` accept.
+    per cycle while ``desc`` and ``data`` accept. A beat accepted on ``i``
+    is checked the next cycle at the earliest; up to two wait for ``desc``
+    and ``data`` (``i.ready`` is registered: low while two wait).
+    ``compact=True`` (the fewest cells, for slow clocks): one registered
+    beat, which takes the next one while empty or moving on
+    (``i.ready`` combinational).
     """
 
-    def __init__(self, params: Params):
+    def __init__(self, params: Params, *, compact: bool = False):
         self._params = params
+        self._compact = compact
         super().__init__({
             "i": In(stream.Signature(layouts.ingress_beat(params.lanes))),
             "desc": Out(stream.Signature(descriptor(params))),
@@ -119,6 +125,12 @@ class Validator(wiring.Component):
         cout = Signal(checked_l)
         beat_valid = Signal()
         can = Signal()               # the registered beat moves on this cycle
+        # Two registered beats, written in turn while not full and read in
+        # turn: the wide registers' enables come from registers (``full``,
+        # the write pointer), not from the moves below.
+        held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(2)]
+        wr_ptr, rd_ptr, full = Signal(), Signal(), Signal()
+        level = Signal(range(3))
         m.d.comb += layouts.meta_from_header(cin.meta, hdr)
         m.d.comb += [
             cin.tag.eq(ibeat.tag),
@@ -128,12 +140,30 @@ class Validator(wiring.Component):
             cin.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
             cin.slot_abs.eq(job.base + hdr.slot),
             cin.workers.eq(job.workers),
-            self.i.ready.eq(~beat_valid | can),
         ]
-        with m.If(self.i.valid & self.i.ready):
-            m.d.sync += [cout.eq(cin), beat_valid.eq(1)]
-        with m.Elif(can):
-            m.d.sync += beat_valid.eq(0)
+        if not self._compact:
+            m.d.comb += self.i.ready.eq(~full)
+        if self._compact:
+            m.d.comb += self.i.ready.eq(~beat_valid | can)
+            with m.If(self.i.valid & self.i.ready):
+                m.d.sync += [held_beats[0].eq(cin), full.eq(1)]
+            with m.Elif(can):
+                m.d.sync += full.eq(0)
+            m.d.comb += [cout.eq(held_beats[0]), beat_valid.eq(full)]
+        push = self.i.valid & ~full
+        for k, reg in enumerate(held_beats if not self._compact else []):
+            with m.If(push & (wr_ptr == k)):
+                m.d.sync += reg.eq(cin)
+        if not self._compact:
+            level_next = Signal(range(3))
+            m.d.comb += [level_next.eq(level + push - can),
+                         cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
+                         beat_valid.eq(level != 0)]
+            m.d.sync += [level.eq(level_next), full.eq(level_next == 2)]
+            with m.If(push):
+                m.d.sync += wr_ptr.eq(~wr_ptr)
+            with m.If(can):
+                m.d.sync += rd_ptr.eq(~rd_ptr)
         beat = cout
 
         # ---- per-message state, held from the first beat ----

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netagg.hdl.lane import Lane
+from netagg.hdl.lane import Lane, decode_sel
+from netagg.hdl.layouts import DType as HwDType
+from netagg.hdl.layouts import Op as HwOp
 from netagg.sim import arith
 from netagg.sim.drive import simulate
 from netagg.sim.specials import BF16_SPECIALS, FP32_SPECIALS, INT32_SPECIALS
@@ -76,6 +78,12 @@ def run_lane(dut, beats, *, gaps=0.0, stalls=0.0, seed=0):
             ctx.set(dut.o.ready, ready)
             if present:
                 a, b, dtype, op, first = beats[k]
+                if dut.decoded:
+                    # the caller's registered decode and bf16 widening
+                    sel = decode_sel(HwDType(dtype.value), HwOp(op.value), first)
+                    ctx.set(dut.sel, {k_: int(v) for k_, v in sel.items()})
+                    if dtype is DType.BF16:
+                        b = (b & 0xFFFF) << 16
                 ctx.set(dut.i.payload, {"a": a, "b": b, "dtype": dtype.value,
                                         "op": op.value, "first": first})
             ctx.set(dut.i.valid, present)
@@ -172,6 +180,21 @@ def test_random_with_stalls(mode, stages):
     check(beats, got, mode)
 
 
+@pytest.mark.parametrize("mode", ["fp32", "bf16"])
+def test_decoded_form(mode):
+    """``decoded=True`` (the lane loop's form: registered selects and a
+    pre-widened ``b`` from the caller): same results, same latency."""
+    rng = np.random.default_rng(300 + (mode == "bf16"))
+    dut = Lane(bf16_accumulate=mode, stages=5, decoded=True)
+    assert dut.latency == Lane.latency_of(5)
+    beats = make_beats(rng, 1500, ("int32", "fp32", "bf16"), ("sum", "min", "max"), mode)
+    for dtype in (DType.FP32, DType.BF16, DType.INT32):
+        beats += special_beats(dtype, ("sum", "min", "max"), mode)
+    got, t_in, t_out = run_lane(dut, beats, gaps=0.3)
+    check(beats, got, mode)
+    assert [o - i for i, o in zip(t_in, t_out, strict=True)] == [dut.latency] * len(beats)
+
+
 @pytest.mark.parametrize("stages", [0, 5])
 def test_fixed_latency(stages):
     rng = np.random.default_rng(stages)
@@ -203,7 +226,7 @@ def test_subsets(dtypes, ops, mode):
 @pytest.mark.parametrize("kwargs", [
     {"dtypes": ("fp64",)}, {"dtypes": ()}, {"ops": ("mul",)}, {"ops": ()},
     {"bf16_accumulate": "fp16"}, {"stages": -1}, {"stages": 99}, {"stages": 2.0},
-    {"dtypes": "fp32"}, {"ops": None},
+    {"dtypes": "fp32"}, {"ops": None}, {"decoded": 1},
 ])
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError):

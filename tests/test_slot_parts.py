@@ -52,6 +52,7 @@ def test_payload_buffer_model(depth, request):
         freed = 0               # beats released
         head = 0                # first unclaimed beat
         room = 0                # the registered ready (low after reset)
+        readable = [0, 0]       # beats accepted before the last cycle, before this one
         for _ in range(600):
             held = len(written) - freed
             assert ctx.get(dut.w.ready) == room
@@ -61,8 +62,9 @@ def test_payload_buffer_model(depth, request):
             valid = rng.random() < 0.6
             ctx.set(dut.w.valid, valid)
             ctx.set(dut.w.payload, beat)
-            # Read a held beat (not one written this cycle).
-            addr = rng.randrange(freed, len(written)) if held else None
+            # Read a held beat accepted two cycles ago or earlier (the RAM
+            # write is registered: not one accepted this cycle or the last).
+            addr = rng.randrange(freed, readable[0]) if readable[0] > freed else None
             ctx.set(dut.rd_addr, (addr or 0) % depth)
             claim = rng.randint(0, min(params.beats, len(written) - head))
             ctx.set(dut.claim, claim)
@@ -75,6 +77,7 @@ def test_payload_buffer_model(depth, request):
                 written.append(beat)
             head += claim
             freed += release
+            readable = [readable[1], len(written)]
             room = int(held < depth - 1)     # as held at the start of the cycle
 
     sim = Simulator(dut)

@@ -65,8 +65,8 @@ JOBS = ((0, 1, 3), (1, 1, 1))      # (base, nslots, W) of jobs 0 and 1
 PROPERTIES = ("once", "isolation", "verdicts", "results", "liveness")
 DRAIN = 24                         # liveness: idle this many cycles after stop
 PROGRESS = 12                      # liveness: busy cycles without a verdict or RESULT beat
-QUEUE = 8                          # messages in flight the model can track
-RQUEUE = 4                         # RESULT messages the model can hold
+QUEUE = 16                         # messages in flight the model can track
+RQUEUE = 8                         # RESULT messages the model can hold
 WORK_MAX = (QUEUE + 1) * (1 + 3) + RQUEUE * 3   # liveness: the work measure's bound
 
 V = wire.Verdict
