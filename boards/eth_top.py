@@ -166,8 +166,14 @@ class EthernetTop(Elaboratable):
             m.d.por += por.eq(por + 1)
         m.d.comb += [phy_released.eq(por >= ms20), running.eq((por == 2 * ms20) & locked)]
         m.submodules.rst_sync = ResetSynchronizer(~running, domain="sync")
+        # Port 1's transmit reset is released one 25 MHz cycle after port
+        # 0's: with the same input, synthesis merges the two synchronizers
+        # back into one reset for both ports.
+        running_late = Signal()
+        m.d.por += running_late.eq(running)
         for p in range(2):
-            m.submodules[f"rst_tx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_tx")
+            m.submodules[f"rst_tx{p}"] = ResetSynchronizer(
+                ~(running if p == 0 else running_late), domain=f"eth{p}_tx")
             cd = ClockDomain(f"eth{p}_rx")
             m.domains += cd
             m.submodules[f"rst_rx{p}"] = ResetSynchronizer(~running, domain=f"eth{p}_rx")
