@@ -94,6 +94,32 @@ def mixed_frames(rng, n):
     return wires
 
 
+def run_buffer(dut, writer, out, *, cycles=None, until=None, ready=lambda: True):
+    """Simulate a FrameBuffer with ``writer`` on its input and a reader
+    appending every frame read to ``out`` (``ready()`` each cycle), for
+    ``cycles`` cycles or until ``until`` frames came out."""
+    cur = bytearray()
+
+    async def reader(ctx):
+        n = 0
+        while (cycles is None or n < cycles) and (until is None or len(out) < until):
+            n += 1
+            ctx.set(dut.r.ready, ready())
+            _, _, valid, rdy, data, last = await ctx.tick().sample(
+                dut.r.valid, dut.r.ready, dut.r.payload.data, dut.r.payload.last)
+            if valid and rdy:
+                cur.append(data)
+                if last:
+                    out.append(bytes(cur))
+                    cur.clear()
+
+    sim = Simulator(dut)
+    sim.add_clock(8e-9)
+    sim.add_testbench(writer)
+    sim.add_testbench(reader)
+    sim.run()
+
+
 def test_delivers_model_frames():
     rng = random.Random(SEED)
     wires = mixed_frames(rng, 30)
@@ -122,7 +148,7 @@ def test_stall_mode_loses_nothing():
     rng = random.Random(SEED)
     frames = [rng.randbytes(rng.randrange(1, 1515)) for _ in range(12)]
     dut = FrameBuffer(depth=2048, frames=4, mode="stall")
-    out, cur = [], bytearray()
+    out = []
 
     async def writer(ctx):
         for f in frames:
@@ -136,22 +162,8 @@ def test_stall_mode_loses_nothing():
                 await ctx.tick().until(dut.w.ready)
         ctx.set(dut.w.valid, 0)
 
-    async def reader(ctx):
-        while len(out) < len(frames):
-            ctx.set(dut.r.ready, rng.random() < 0.5)
-            _, _, valid, ready, data, last = await ctx.tick().sample(
-                dut.r.valid, dut.r.ready, dut.r.payload.data, dut.r.payload.last)
-            if valid and ready:
-                cur.append(data)
-                if last:
-                    out.append(bytes(cur))
-                    cur.clear()
-
-    sim = Simulator(dut)
-    sim.add_clock(8e-9)
-    sim.add_testbench(writer)
-    sim.add_testbench(reader)
-    sim.run()
+    run_buffer(dut, writer, out, cycles=None, until=len(frames),
+               ready=lambda: rng.random() < 0.5)
     assert out == frames
 
 
@@ -169,7 +181,7 @@ def test_drop_mode_byte_right_after_a_last_byte():
     frames = [rng.randbytes(rng.randrange(70, 300)) for _ in range(4)]
     gaps = [3, 0, 5, 1]          # idle cycles before each frame
     dut = FrameBuffer(depth=2048, frames=4, strip=4, mode="drop")
-    out, cur, events = [], bytearray(), []
+    out, events = [], []
 
     async def writer(ctx):
         for f, gap in zip(frames, gaps, strict=True):
@@ -185,21 +197,6 @@ def test_drop_mode_byte_right_after_a_last_byte():
                     events.append("overflow" if ovf else "committed" if com else "dropped")
         ctx.set(dut.w.valid, 0)
 
-    async def reader(ctx):
-        ctx.set(dut.r.ready, 1)
-        for _ in range(3000):
-            _, _, valid, data, last = await ctx.tick().sample(
-                dut.r.valid, dut.r.payload.data, dut.r.payload.last)
-            if valid:
-                cur.append(data)
-                if last:
-                    out.append(bytes(cur))
-                    cur.clear()
-
-    sim = Simulator(dut)
-    sim.add_clock(8e-9)
-    sim.add_testbench(writer)
-    sim.add_testbench(reader)
-    sim.run()
+    run_buffer(dut, writer, out, cycles=3000)
     assert events == ["committed", "overflow", "committed", "committed"]
     assert out == [frames[0][:-4], frames[2][:-4], frames[3][:-4]]
