@@ -26,11 +26,6 @@ class FrameBuffer(wiring.Component):
         Frames that can be stored at once.
     strip : int
         Bytes removed from the end of every frame (4: the FCS).
-    ram : "memory" or "ecp5"
-        The storage's build form (:class:`netagg.hdl.ram.WideRAM`, with its
-        output register either way: the block RAM's 5.8 ns clock-to-out
-        ends at a register). ``"memory"``: portable; ``"ecp5"``: DP16KD
-        blocks with ``OUTREG``, for the board.
     mode : "drop" or "stall"
         ``drop`` (receive): ``w.ready`` is always high; a frame that does
         not fit (bytes or frame count), or longer than ``max_length``, is
@@ -41,6 +36,11 @@ class FrameBuffer(wiring.Component):
         bytes free in the previous cycle, so a byte arriving after the
         buffer stood one byte short of full for a cycle is refused
         (``drop``: the frame overflows) although the RAM has room for it.
+    ram : "memory" or "ecp5"
+        The storage's build form (:class:`netagg.hdl.ram.WideRAM`, with its
+        output register either way: the block RAM's 5.8 ns clock-to-out
+        ends at a register). ``"memory"``: portable; ``"ecp5"``: DP16KD
+        blocks with ``OUTREG``, for the board.
 
     Timing: every path of the write side starts at a flip-flop and passes
     at most one carry chain (for 125 MHz). A frame's end is decided with
@@ -54,7 +54,7 @@ class FrameBuffer(wiring.Component):
     w : In(stream WriteByte)
         Frames byte by byte; ``drop`` on the last byte discards the frame
         (then counted elsewhere), as does a frame of ``strip`` bytes or fewer.
-        ``w.ready`` is a function of two flip-flops.
+        ``w.ready`` depends on flip-flops only.
     r : Out(stream BufferedByte)
         Committed frames, each exactly as written minus ``strip`` bytes,
         ``length`` its byte count on every byte. The first byte is valid
