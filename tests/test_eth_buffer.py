@@ -41,7 +41,7 @@ def rx_chain(depth, frames_n):
 def run_rx(wires, *, depth=4096, frames_n=32, backpressure=0.0, seed=SEED):
     m, mac, buf = rx_chain(depth, frames_n)
     rng = random.Random(seed)
-    out, cur, events = [], bytearray(), []
+    out, events = [], []
     done = {"tx": False}
 
     async def driver(ctx):
@@ -55,28 +55,8 @@ def run_rx(wires, *, depth=4096, frames_n=32, backpressure=0.0, seed=SEED):
             if valid and last:
                 events.append("overflow" if ovf else "committed" if com else "dropped")
 
-    async def reader(ctx):
-        idle = 0
-        while not done["tx"] or idle < 200:
-            ctx.set(buf.r.ready, rng.random() >= backpressure)
-            _, _, valid, ready, data, last, length = await ctx.tick().sample(
-                buf.r.valid, buf.r.ready, buf.r.payload.data, buf.r.payload.last,
-                buf.r.payload.length)
-            idle = 0 if valid else idle + 1
-            if valid and ready:
-                cur.append(data)
-                if last:
-                    assert length == len(cur)
-                    out.append(bytes(cur))
-                    cur.clear()
-
-    sim = Simulator(m)
-    sim.add_clock(8e-9)
-    sim.add_testbench(driver)
-    sim.add_testbench(reader)
-    sim.add_process(writes)
-    sim.run()
-    assert not cur, "a partial frame came out"
+    run_buffer(m, buf, driver, out, stop=lambda idle: done["tx"] and idle >= 200,
+               ready=lambda: rng.random() >= backpressure, processes=[writes])
     return out, events
 
 
@@ -94,30 +74,36 @@ def mixed_frames(rng, n):
     return wires
 
 
-def run_buffer(dut, writer, out, *, cycles=None, until=None, ready=lambda: True):
-    """Simulate a FrameBuffer with ``writer`` on its input and a reader
-    appending every frame read to ``out`` (``ready()`` each cycle), for
-    ``cycles`` cycles or until ``until`` frames came out."""
+def run_buffer(top, buf, writer, out, *, stop, ready=lambda: True, processes=()):
+    """Simulate ``top`` (8 ns clock) with ``writer`` feeding the
+    FrameBuffer ``buf`` and a reader appending every frame read to ``out``
+    (``r.ready`` = ``ready()`` each cycle; every byte's ``length`` checked)
+    until ``stop(idle cycles)``; no partial frame may be left."""
     cur = bytearray()
 
     async def reader(ctx):
-        n = 0
-        while (cycles is None or n < cycles) and (until is None or len(out) < until):
-            n += 1
-            ctx.set(dut.r.ready, ready())
-            _, _, valid, rdy, data, last = await ctx.tick().sample(
-                dut.r.valid, dut.r.ready, dut.r.payload.data, dut.r.payload.last)
+        idle = 0
+        while not stop(idle):
+            ctx.set(buf.r.ready, ready())
+            _, _, valid, rdy, data, last, length = await ctx.tick().sample(
+                buf.r.valid, buf.r.ready, buf.r.payload.data, buf.r.payload.last,
+                buf.r.payload.length)
+            idle = 0 if valid else idle + 1
             if valid and rdy:
                 cur.append(data)
                 if last:
+                    assert length == len(cur)
                     out.append(bytes(cur))
                     cur.clear()
 
-    sim = Simulator(dut)
+    sim = Simulator(top)
     sim.add_clock(8e-9)
     sim.add_testbench(writer)
     sim.add_testbench(reader)
+    for p in processes:
+        sim.add_process(p)
     sim.run()
+    assert not cur, "a partial frame came out"
 
 
 def test_delivers_model_frames():
@@ -162,7 +148,7 @@ def test_stall_mode_loses_nothing():
                 await ctx.tick().until(dut.w.ready)
         ctx.set(dut.w.valid, 0)
 
-    run_buffer(dut, writer, out, cycles=None, until=len(frames),
+    run_buffer(dut, dut, writer, out, stop=lambda idle: len(out) == len(frames) or idle >= 5000,
                ready=lambda: rng.random() < 0.5)
     assert out == frames
 
@@ -197,6 +183,6 @@ def test_drop_mode_byte_right_after_a_last_byte():
                     events.append("overflow" if ovf else "committed" if com else "dropped")
         ctx.set(dut.w.valid, 0)
 
-    run_buffer(dut, writer, out, cycles=3000)
+    run_buffer(dut, dut, writer, out, stop=lambda idle: idle >= 500)
     assert events == ["committed", "overflow", "committed", "committed"]
     assert out == [frames[0][:-4], frames[2][:-4], frames[3][:-4]]
