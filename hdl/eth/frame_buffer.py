@@ -174,10 +174,13 @@ class FrameBuffer(wiring.Component):
         # Read side: the RAM's two read registers are the output pipeline,
         # which advances while the output register frees.
         remaining = Signal(LENGTH_BITS)
-        cur_len = Signal(LENGTH_BITS)           # of the frame being fetched
+        # of the frame being fetched; it changes only at an advance with the
+        # previous frame's last byte leaving the read register, so the
+        # output's length is taken from it one stage late
+        cur_len = Signal(LENGTH_BITS)
         v1, v2 = Signal(), Signal()             # valid in the read register, at the output
         last1, last2 = Signal(), Signal()
-        len1, len2 = Signal(LENGTH_BITS), Signal(LENGTH_BITS)
+        len2 = Signal(LENGTH_BITS)
         advance = ~v2 | self.r.ready
         fetch = Signal()
         rem_zero = Signal(init=1)               # registered: remaining == 0
@@ -186,8 +189,8 @@ class FrameBuffer(wiring.Component):
                      self.r.valid.eq(v2), self.r.payload.data.eq(mem.r_data),
                      self.r.payload.last.eq(last2), self.r.payload.length.eq(len2)]
         with m.If(advance):
-            m.d.sync += [v1.eq(fetch), last1.eq(remaining == 1), len1.eq(cur_len),
-                         v2.eq(v1), last2.eq(last1), len2.eq(len1)]
+            m.d.sync += [v1.eq(fetch), last1.eq(remaining == 1),
+                         v2.eq(v1), last2.eq(last1), len2.eq(cur_len)]
         with m.If(fetch):
             m.d.sync += [rptr.eq(rptr + 1), remaining.eq(remaining - 1),
                          rem_zero.eq(remaining == 1)]
