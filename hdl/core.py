@@ -3,7 +3,7 @@ back-end and counters (the ``netagg_core`` top level, see docs/core.md)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,6 +14,7 @@ from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import JobTable
 from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.multicast import Multicast
+from netagg.hdl.skid import SkidBuffer
 from netagg.hdl.slot_table import SlotTable
 from netagg.hdl.validator import Validator, descriptor
 from netagg.params import Params
@@ -98,14 +99,37 @@ class NetaggCore(CheckedComponent):
             jobs.lookup_job.eq(val.job_id),
             val.job.eq(jobs.lookup),
             val.job_valid.eq(jobs.lookup_valid),
+            val.job_limit.eq(jobs.lookup_limit),
         ]
-        wiring.connect(m, val.desc, desc_q.w_stream)
+        if compact:
+            wiring.connect(m, val.desc, desc_q.w_stream)
+            desc_held = Const(0)
+        else:
+            # a register slice: the queue's write enable from flip-flops
+            m.submodules.desc_slice = desc_slice = SkidBuffer(descriptor(p))
+            wiring.connect(m, val.desc, desc_slice.i)
+            m.d.comb += [desc_q.w_data.eq(desc_slice.o.payload),
+                         desc_q.w_en.eq(desc_slice.o.valid),
+                         desc_slice.o.ready.eq(desc_q.w_rdy)]
+            desc_held = desc_slice.o.valid
         wiring.connect(m, val.data, slots.data)
-        m.d.comb += [
-            slots.desc.payload.eq(data.View(descriptor(p), desc_q.r_data)),
-            slots.desc.valid.eq(desc_q.r_rdy),
-            desc_q.r_en.eq(slots.desc.ready),
-        ]
+        if compact:
+            m.d.comb += [
+                slots.desc.payload.eq(data.View(descriptor(p), desc_q.r_data)),
+                slots.desc.valid.eq(desc_q.r_rdy),
+                desc_q.r_en.eq(slots.desc.ready),
+            ]
+        else:
+            # and one on the way out: the slot table's take, which waits on
+            # its decision pipeline, ends in flip-flops next to it
+            m.submodules.desc_out = desc_out = SkidBuffer(descriptor(p))
+            m.d.comb += [
+                desc_out.i.payload.eq(desc_q.r_data),
+                desc_out.i.valid.eq(desc_q.r_rdy),
+                desc_q.r_en.eq(desc_out.i.ready),
+            ]
+            wiring.connect(m, desc_out.o, slots.desc)
+            desc_held = desc_held | desc_out.o.valid
         wiring.connect(m, slots.res_desc, mcast.res_desc)
         wiring.connect(m, slots.res_beat, mcast.res_beat)
         wiring.connect(m, mcast.free, slots.res_free)
@@ -144,6 +168,6 @@ class NetaggCore(CheckedComponent):
                 m.d.comb += rdata.eq(counters[name])
         m.d.sync += self.ctrl_rdata.eq(rdata)
 
-        m.d.comb += self.idle.eq(~val.busy & ~desc_q.r_rdy & (desc_q.level == 0)
+        m.d.comb += self.idle.eq(~val.busy & ~desc_held & ~desc_q.r_rdy & (desc_q.level == 0)
                                  & ~slots.busy & ~mcast.busy & slots.ready)
         return m

@@ -406,7 +406,8 @@ class FPMinMax(CheckedComponent):
 
     NaN-propagating: any NaN input gives the canonical NaN and raises
     ``nan``. Orders -0 below +0; otherwise IEEE order. Subnormals compare by
-    value (no flush to zero).
+    value (no flush to zero). ``take_b``: ``r`` is ``b`` unless ``nan``
+    (else ``a``), for a caller that registers the choice and selects later.
     """
 
     @staticmethod
@@ -422,6 +423,7 @@ class FPMinMax(CheckedComponent):
             "max": In(1),
             "r": Out(fmt.layout),
             "nan": Out(1),
+            "take_b": Out(1),
         })
 
     @property
@@ -439,6 +441,7 @@ class FPMinMax(CheckedComponent):
         nan = _is_nan(fmt, a) | _is_nan(fmt, b)
         m.d.comb += [
             self.nan.eq(nan),
+            self.take_b.eq(take_b),
             self.r.eq(Mux(nan, fmt.qnan, Mux(take_b, b.as_value(), a.as_value()))),
         ]
         return m

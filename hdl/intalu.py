@@ -43,14 +43,15 @@ class IntAdd(CheckedComponent):
 
 
 class IntMinMax(CheckedComponent):
-    """Signed min (``max`` low) or max (``max`` high) of ``a`` and ``b``.
-    Combinational (latency 0)."""
+    """Signed min (``max`` low) or max (``max`` high) of ``a`` and ``b``;
+    ``take_b``: ``r`` is ``b`` (else ``a``). Combinational (latency 0)."""
 
     check = staticmethod(_check_width)
 
     def __init__(self, width: int = 32):
         self._width = width
-        super().__init__({"a": In(width), "b": In(width), "max": In(1), "r": Out(width)})
+        super().__init__({"a": In(width), "b": In(width), "max": In(1), "r": Out(width),
+                          "take_b": Out(1)})
 
     @property
     def latency(self) -> int:
@@ -59,5 +60,6 @@ class IntMinMax(CheckedComponent):
     def elaborate(self, platform):
         m = Module()
         a_lt_b = self.a.as_signed() < self.b.as_signed()
-        m.d.comb += self.r.eq(Mux(a_lt_b ^ self.max, self.a, self.b))
+        take_b = ~(a_lt_b ^ self.max)
+        m.d.comb += [self.take_b.eq(take_b), self.r.eq(Mux(take_b, self.b, self.a))]
         return m

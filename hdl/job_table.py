@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
+from netagg.hdl.layouts import bits_for
 from netagg.params import Params
 
 job_entry = data.StructLayout({
@@ -28,7 +29,11 @@ class JobTable(wiring.Component):
       ``we``, ``addr`` (job * 4 + register), ``wdata``: register writes,
       effective the next cycle; ``rdata``: the register at ``addr``,
       combinational. ``lookup_job`` -> ``lookup``: the entry (all zero, so
-      disabled, for ids >= J) and ``lookup_valid`` (id < J).
+      disabled, for ids >= J) and ``lookup_valid`` (id < J);
+      ``lookup_limit``: the slots the job's messages may address, ``0 ..
+      limit - 1`` with ``limit = min(nslots, S - base)`` (0 when ``base >=
+      S``), kept in a register of its own updated with the write of
+      ``base`` or ``nslots`` (so a lookup compares one value, no sum).
 
     Reset disables every job. Values are stored as written; the control
     software keeps ranges inside S and apart (``netagg.jobs`` checks).
@@ -45,26 +50,35 @@ class JobTable(wiring.Component):
             "lookup_job": In(8),
             "lookup": Out(self._entry),
             "lookup_valid": Out(1),
+            "lookup_limit": Out(bits_for(params.slots + 1)),
         })
 
     def elaborate(self, platform):
         m = Module()
         J = self._params.jobs
+        S = self._params.slots
         entries = [Signal(self._entry, name=f"job{j}") for j in range(J)]
+        limits = [Signal(range(S + 1), name=f"job{j}_limit") for j in range(J)]
+
+        def limit(base, nslots):
+            room = Mux(base >= S, 0, S - base)
+            return Mux(nslots < room, nslots, room)
         reg_bits = (regmap.JOB_REGS - 1).bit_length()
         job_sel = self.addr[reg_bits:reg_bits + 8]
         reg_sel = self.addr[0:reg_bits]
         in_range = (self.addr[reg_bits + 8:] == 0) & (job_sel < J)
-        for j, e in enumerate(entries):
+        base_w = self.wdata[:regmap.JOB_BASE_BITS]
+        nslots_w = self.wdata[:regmap.JOB_NSLOTS_BITS]
+        for j, (e, lim) in enumerate(zip(entries, limits, strict=True)):
             with m.If(self.we & in_range & (job_sel == j)):
                 with m.Switch(reg_sel):
                     with m.Case(regmap.JOB_CTRL):
                         m.d.sync += [e.enable.eq(self.wdata[regmap.JOB_ENABLE_BIT]),
                                      e.workers.eq(self.wdata[_WORKERS])]
                     with m.Case(regmap.JOB_BASE_SLOT):
-                        m.d.sync += e.base.eq(self.wdata)
+                        m.d.sync += [e.base.eq(base_w), lim.eq(limit(base_w, e.nslots))]
                     with m.Case(regmap.JOB_NSLOTS):
-                        m.d.sync += e.nslots.eq(self.wdata)
+                        m.d.sync += [e.nslots.eq(nslots_w), lim.eq(limit(e.base, nslots_w))]
         with m.Switch(job_sel):
             for j, e in enumerate(entries):
                 with m.Case(j):
@@ -81,5 +95,5 @@ class JobTable(wiring.Component):
         with m.Switch(self.lookup_job):
             for j, e in enumerate(entries):
                 with m.Case(j):
-                    m.d.comb += self.lookup.eq(e)
+                    m.d.comb += [self.lookup.eq(e), self.lookup_limit.eq(limits[j])]
         return m

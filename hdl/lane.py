@@ -195,48 +195,55 @@ class Lane(CheckedComponent):
         narrow = is_bf16 if narrow_mode else Const(0)
         a_w = Mux(narrow, Cat(Const(0, 16), a[:16]), a)
 
-        # results available at once, delayed to the adders' latency
-        e_r = Signal(32)
-        e_nan = Signal()
-        e_ovf = Signal()
-        sel = Signal(2)
-
-        # first contribution: canonicalised (widened) element
+        # Results available without the adders ("early": first contributions,
+        # int32, min/max), delayed to the adders' latency. With stages >= 1
+        # they take two of the delay line's cycles: the compares and the
+        # int32 add, registered; then the choice.
         bw = FP32.layout(b_w)
-        b_nan = (bw.exp == FP32.exp_max) & (bw.frac != 0)
-        f_r = Mux(b_nan, FP32.qnan, b_w) if floats else Const(0, 32)
-
+        x = {"a_w": a_w, "b_w": b_w, "b_nan": (bw.exp == FP32.exp_max) & (bw.frac != 0),
+             "is_int": is_int, "is_sum": is_sum, "first": first, "narrow": narrow,
+             "f_take_b": Const(0), "f_nan": Const(0), "i_take_b": Const(0),
+             "isum_r": Const(0, 32), "isum_ovf": Const(0)}
         if do_mm and floats:
             m.submodules.fmm = fmm = FPMinMax(FP32)
             m.d.comb += [fmm.a.eq(a_w), fmm.b.eq(b_w), fmm.max.eq(is_max)]
+            x.update(f_take_b=fmm.take_b, f_nan=fmm.nan)
         if has("int32"):
             if do_sum:
                 m.submodules.iadd = iadd = IntAdd(32)
                 m.d.comb += [iadd.a.eq(a), iadd.b.eq(b)]
+                x.update(isum_r=iadd.r, isum_ovf=iadd.ovf)
             if do_mm:
                 m.submodules.imm = imm = IntMinMax(32)
                 m.d.comb += [imm.a.eq(a), imm.b.eq(b), imm.max.eq(is_max)]
+                x["i_take_b"] = imm.take_b
+        delay = self._stages
+        if delay:
+            regs = {}
+            for k, v in x.items():
+                regs[k] = Signal(Value.cast(v).shape(), name=f"e_{k}", reset_less=True)
+                with m.If(adv):
+                    m.d.sync += regs[k].eq(v)
+            x, delay = regs, delay - 1
 
-        wide_r = Signal(32)      # float result before narrowing to bf16
-        with m.If(first):
-            m.d.comb += [wide_r.eq(f_r), e_nan.eq(b_nan & ~is_int)]
-            with m.If(is_int):
-                m.d.comb += e_r.eq(b)
-            with m.Else():
-                m.d.comb += e_r.eq(Mux(narrow, wide_r[16:], wide_r))
-        with m.Elif(is_int):
-            if has("int32") and do_sum:
-                with m.If(is_sum):
-                    m.d.comb += [e_r.eq(iadd.r), e_ovf.eq(iadd.ovf)]
-            if has("int32") and do_mm:
-                with m.If(~is_sum):
-                    m.d.comb += e_r.eq(imm.r)
-        with m.Elif(is_sum):
-            m.d.comb += sel.eq(Mux(narrow, _SEL_ADD16, _SEL_ADD32))
+        e_r = Signal(32)
+        e_nan = Signal()
+        e_ovf = Signal()
+        sel = Signal(2)
+        chosen = Mux(Mux(x["is_int"], x["i_take_b"], x["f_take_b"]), x["b_w"], x["a_w"])
+        wide_r = Mux(x["first"], Mux(x["b_nan"], FP32.qnan, x["b_w"]),
+                     Mux(x["f_nan"], FP32.qnan, chosen)) if floats else Const(0, 32)
+        narrowed = Mux(x["narrow"], wide_r[16:], wide_r)
+        with m.If(x["first"]):
+            m.d.comb += [e_r.eq(Mux(x["is_int"], x["b_w"], narrowed)),
+                         e_nan.eq(x["b_nan"] & ~x["is_int"])]
+        with m.Elif(x["is_int"]):
+            m.d.comb += [e_r.eq(Mux(x["is_sum"], x["isum_r"], chosen)),
+                         e_ovf.eq(x["is_sum"] & x["isum_ovf"])]
+        with m.Elif(x["is_sum"]):
+            m.d.comb += sel.eq(Mux(x["narrow"], _SEL_ADD16, _SEL_ADD32))
         with m.Else():
-            if do_mm and floats:
-                m.d.comb += [wide_r.eq(fmm.r), e_nan.eq(fmm.nan),
-                             e_r.eq(Mux(narrow, wide_r[16:], wide_r))]
+            m.d.comb += [e_r.eq(narrowed), e_nan.eq(x["f_nan"])]
 
         # floating-point adders
         add32 = add16 = None
@@ -249,7 +256,7 @@ class Lane(CheckedComponent):
 
         # delay line for the early results
         d_r, d_nan, d_ovf, d_sel = e_r, e_nan, e_ovf, sel
-        for n in range(self._stages):
+        for n in range(delay):
             regs = [Signal.like(s, name=f"{s.name}_d{n}", reset_less=True)
                     for s in (e_r, e_nan, e_ovf, sel)]
             with m.If(adv):

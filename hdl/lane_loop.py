@@ -220,11 +220,13 @@ class LaneLoop(CheckedComponent):
             w_addr, w_data, w_en, r_addr = acc_wr.addr, acc_wr.data, acc_wr.en, acc_rd.addr
             entry = acc_rd.data
         else:
+            # one lane's accumulators per group, each with its own address
+            # registers (the loop's address stage and write-back address)
             m.submodules.acc_ram = acc_ram = WideRAM(word_l.size, 2 * S * B,
-                                                     form=self._acc_ram, out_reg=True)
+                                                     form=self._acc_ram, out_reg=True,
+                                                     group_bits=32)
             m.d.comb += acc_ram.r_en.eq(1)
-            w_addr, w_data, w_en, r_addr = (acc_ram.w_addr, acc_ram.w_data, acc_ram.w_en,
-                                            acc_ram.r_addr)
+            w_data = acc_ram.w_data
             entry = word_l(acc_ram.r_data)
         lanes = []
         for i in range(L):
@@ -263,7 +265,10 @@ class LaneLoop(CheckedComponent):
             kinds[0].dtype.eq(beat.dtype),
             kinds[0].op.eq(beat.op),
         ]
-        m.d.comb += r_addr.eq(at_addr.addr)
+        if compact:
+            m.d.comb += r_addr.eq(at_addr.addr)
+        else:
+            m.d.comb += acc_ram.r_addr.eq(beat.addr)     # registered as at_addr's
         for k in range(1, len(front) - 1):
             m.d.sync += [front[k].eq(front[k - 1]), kinds[k].eq(kinds[k - 1])]
 
@@ -276,7 +281,12 @@ class LaneLoop(CheckedComponent):
         for i, lane in enumerate(lanes):
             m.d.comb += written.data[i].eq(lane.o.payload.r)
         writes = out.valid & ~out.rtx
-        m.d.comb += [w_addr.eq(out.addr), w_data.eq(written), w_en.eq(writes)]
+        m.d.comb += w_data.eq(written)
+        if compact:
+            m.d.comb += [w_addr.eq(out.addr), w_en.eq(writes)]
+        else:                                           # registered as out's
+            m.d.comb += [acc_ram.w_addr.eq(stages[-2].addr),
+                         acc_ram.w_en.eq(stages[-2].valid & ~stages[-2].rtx)]
 
         # Forwarding: the write-backs the entry at the data stage misses
         # (this cycle's and the R before it: the read address was sampled at

@@ -79,27 +79,41 @@ class WideRAM(wiring.Component):
         in the ``"memory"`` form. It takes the block's 5.8 ns
         clock-to-out off the path to the next logic (docs/boards.md,
         Timing closure) at the cost of one cycle of read latency.
+    group_bits : int
+        0 (default): the ports drive the storage directly. ``n > 0``: the
+        addresses and the write enable are registered inside, one kept copy
+        (``keep``: Yosys does not merge them) per group of ``n`` data bits
+        (a multiple of 4 in the ``"ecp5"`` form; the last group may be
+        narrower), each driving only its group's storage, so that no
+        register fans out to every block. The registered read address is
+        then the read pipeline's first stage (read latency + 1), and
+        ``w_addr`` and ``w_en`` are given one cycle before the ``w_data``
+        they write.
 
     Ports
     -----
     w_addr, w_data, w_en : In
         Write ``w_data`` at ``w_addr`` at the clock edge where ``w_en`` is
-        high.
+        high (with ``group_bits``: ``w_addr`` and ``w_en`` of the cycle
+        before).
     r_addr, r_en : In
-        Read address, sampled at the edge where ``r_en`` is high.
+        Read address, sampled at the edge where ``r_en`` is high (with
+        ``group_bits``: into the address registers; the storage is read at
+        the next edge with ``r_en`` high, and sees every write before it).
     r_data : Out(width)
         The entry at the ``r_addr`` of the ``latency``-th most recent edge
-        with ``r_en`` high, ``latency`` = 1 + ``out_reg``: the read
-        pipeline advances only on edges with ``r_en`` high and holds
-        otherwise (``r_en`` drives the blocks' ``CEB`` and ``OCEB``).
-        Undefined before ``latency`` enabled reads, and for an entry read at
-        the edge where it is written (no read-during-write bypass; the
-        entry written at an earlier edge is read correctly). No reset and
-        no power-up value: neither form gives the read registers one.
+        with ``r_en`` high, ``latency`` = 1 + ``out_reg`` (+ 1 with
+        ``group_bits``): the read pipeline advances only on edges with
+        ``r_en`` high and holds otherwise (``r_en`` drives the blocks'
+        ``CEB`` and ``OCEB``). Undefined before ``latency`` enabled reads,
+        and for an entry read at the edge where it is written (no
+        read-during-write bypass; the entry written at an earlier edge is
+        read correctly). No reset and no power-up value: neither form gives
+        the read registers one.
     """
 
     def __init__(self, width: int, depth: int, *, form: str = "memory", out_reg: bool = False,
-                 domain: str = "sync"):
+                 group_bits: int = 0, domain: str = "sync"):
         problems = []
         if not isinstance(width, int) or isinstance(width, bool) or width < 1:
             problems.append(f"width must be a positive int, not {width!r}")
@@ -111,11 +125,16 @@ class WideRAM(wiring.Component):
             problems.append(f"the ecp5 form holds at most {DP16KD_DEPTH} entries, not {depth}")
         if not isinstance(out_reg, bool):
             problems.append(f"out_reg must be a bool, not {out_reg!r}")
+        if (not isinstance(group_bits, int) or isinstance(group_bits, bool) or group_bits < 0
+                or (form == "ecp5" and group_bits % DP16KD_WIDTH)):
+            problems.append(f"group_bits must be an int >= 0 (a multiple of {DP16KD_WIDTH} in "
+                            f"the ecp5 form), not {group_bits!r}")
         if problems:
             self._MustUse__silence = True      # no "created but never used" warning
             raise ValueError("; ".join(problems))
         self._width, self._depth, self._form = width, depth, form
         self._out_reg, self._domain = out_reg, domain
+        self._group_bits = group_bits
         abits = bits_for(depth)
         super().__init__({
             "w_addr": In(abits), "w_data": In(width), "w_en": In(1),
@@ -136,8 +155,16 @@ class WideRAM(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Read latency in enabled cycles (1, or 2 with ``out_reg``)."""
-        return 1 + self._out_reg
+        """Read latency in enabled cycles (1, + 1 with ``out_reg``, + 1 with
+        ``group_bits``)."""
+        return 1 + self._out_reg + bool(self._group_bits)
+
+    @property
+    def groups(self) -> list[tuple[int, int]]:
+        """(first bit, bits) of each group with its own address registers
+        (one group of all bits without ``group_bits``)."""
+        n = self._group_bits or self._width
+        return [(lo, min(n, self._width - lo)) for lo in range(0, self._width, n)]
 
     @property
     def blocks(self) -> int:
@@ -146,36 +173,51 @@ class WideRAM(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if self._form == "memory":
-            self._elaborate_memory(m)
-        else:
-            self._elaborate_ecp5(m)
+        sync = m.d[self._domain]
+        for g, (lo, n) in enumerate(self.groups):
+            ctrl = {"w_addr": self.w_addr, "w_en": self.w_en, "r_addr": self.r_addr,
+                    "r_en": self.r_en}
+            if self._group_bits:
+                # the group's own registered copies; the read address is the
+                # first stage of the read pipeline (it advances with r_en)
+                regs = {k: Signal.like(ctrl[k], name=f"g{g}_{k}", attrs={"keep": 1})
+                        for k in ("w_addr", "w_en", "r_addr")}
+                sync += [regs["w_addr"].eq(self.w_addr), regs["w_en"].eq(self.w_en)]
+                with m.If(self.r_en):
+                    sync += regs["r_addr"].eq(self.r_addr)
+                ctrl.update(regs)
+            build = self._group_memory if self._form == "memory" else self._group_ecp5
+            build(m, g, lo, n, ctrl)
         return m
 
-    def _elaborate_memory(self, m):
-        m.submodules.mem = mem = Memory(shape=self._width, depth=self._depth, init=[],
-                                        attrs=NO_RW_CHECK)
+    def _group_memory(self, m, g, lo, n, ctrl):
+        mem = Memory(shape=n, depth=self._depth, init=[], attrs=NO_RW_CHECK)
+        m.submodules["mem" if len(self.groups) == 1 else f"mem{g}"] = mem
         wp = mem.write_port(domain=self._domain)
-        m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), wp.en.eq(self.w_en)]
-        data = Signal(self._width, name="mem" + READ_REGISTER_SUFFIX, reset_less=True)
+        m.d.comb += [wp.addr.eq(ctrl["w_addr"]), wp.data.eq(self.w_data[lo:lo + n]),
+                     wp.en.eq(ctrl["w_en"])]
+        prefix = "mem" if len(self.groups) == 1 else f"mem{g}_"
+        data = Signal(n, name=prefix + READ_REGISTER_SUFFIX, reset_less=True)
         rp = mem.read_port(domain="comb")
-        m.d.comb += rp.addr.eq(self.r_addr)
+        m.d.comb += rp.addr.eq(ctrl["r_addr"])
         sync = m.d[self._domain]
-        with m.If(self.r_en):
+        with m.If(ctrl["r_en"]):
             sync += data.eq(rp.data)
         if self._out_reg:
-            out = Signal(self._width, name="out" + READ_REGISTER_SUFFIX, reset_less=True)
-            with m.If(self.r_en):
+            out = Signal(n, name=prefix.replace("mem", "out") + READ_REGISTER_SUFFIX,
+                         reset_less=True)
+            with m.If(ctrl["r_en"]):
                 sync += out.eq(data)
             data = out
-        m.d.comb += self.r_data.eq(data)
+        m.d.comb += self.r_data[lo:lo + n].eq(data)
 
-    def _elaborate_ecp5(self, m):
+    def _group_ecp5(self, m, g, lo, n, ctrl):
         clk = ClockSignal(self._domain)
         zero = Const(0, 1)
-        waddr = Cat(Const(0, 2), self.w_addr, Const(0, 12 - len(self.w_addr)))   # ADx[13:2]
-        raddr = Cat(Const(0, 2), self.r_addr, Const(0, 12 - len(self.r_addr)))
-        for k in range(self.blocks):
+        w_addr, r_addr = ctrl["w_addr"], ctrl["r_addr"]
+        waddr = Cat(Const(0, 2), w_addr, Const(0, 12 - len(w_addr)))   # ADx[13:2]
+        raddr = Cat(Const(0, 2), r_addr, Const(0, 12 - len(r_addr)))
+        for k in range(lo // DP16KD_WIDTH, -(-(lo + n) // DP16KD_WIDTH)):
             lo = k * DP16KD_WIDTH
             n = min(DP16KD_WIDTH, self._width - lo)
             di = Cat(self.w_data[lo:lo + n], Const(0, 18 - n))
@@ -186,9 +228,9 @@ class WideRAM(wiring.Component):
                 "p_RESETMODE": "SYNC", "p_ASYNC_RESET_RELEASE": "SYNC",
                 "p_CSDECODE_A": "0b000", "p_CSDECODE_B": "0b000",
                 "p_WRITEMODE_A": "NORMAL", "p_WRITEMODE_B": "NORMAL", "p_GSR": "AUTO",
-                "i_CLKA": clk, "i_CEA": Const(1, 1), "i_OCEA": Const(1, 1), "i_WEA": self.w_en,
+                "i_CLKA": clk, "i_CEA": Const(1, 1), "i_OCEA": Const(1, 1), "i_WEA": ctrl["w_en"],
                 "i_RSTA": zero,
-                "i_CLKB": clk, "i_CEB": self.r_en, "i_OCEB": self.r_en, "i_WEB": zero,
+                "i_CLKB": clk, "i_CEB": ctrl["r_en"], "i_OCEB": ctrl["r_en"], "i_WEB": zero,
                 "i_RSTB": zero,
             }
             for i in range(3):

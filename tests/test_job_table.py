@@ -92,6 +92,10 @@ def test_registers_and_lookup_match_regmap(njobs, request):
             assert {k: int(getattr(got, k)) for k in ("enable", "workers", "base", "nslots")} \
                 == model.lookup(job), (seed, job)
             assert ctx.get(dut.lookup_valid) == (job < njobs)
+            want = model.lookup(job)
+            assert ctx.get(dut.lookup_limit) == max(0, min(want["nslots"],
+                                                           params.slots - want["base"])), \
+                (seed, job)
         # A write with ``we`` low changes nothing.
         ctx.set(dut.addr, regmap.job_addr(0, regmap.JOB_BASE_SLOT))
         ctx.set(dut.wdata, model.read(regmap.job_addr(0, regmap.JOB_BASE_SLOT)) ^ 1)

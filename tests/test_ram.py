@@ -47,16 +47,26 @@ def stimulus(rng, depth, width, cycles):
     return rows
 
 
-def reference(rows, depth, latency):
-    """r_data after each cycle's clock edge (None: undefined)."""
+def reference(rows, depth, latency, grouped=False):
+    """r_data after each cycle's clock edge (None: undefined). ``grouped``
+    (``group_bits``): the read address is registered at an enabled edge and
+    the storage read at the next one; ``w_addr``/``w_en`` of a cycle write
+    the next cycle's ``w_data``; a read of the entry written at its edge is
+    undefined."""
     mem = [None] * depth
-    pipe = [None] * latency
+    pipe = [None] * (latency - grouped)
     out = []
+    a_reg, w_reg = None, (0, 0)
     for w_en, w_addr, w_data, r_en, r_addr in rows:
+        if not grouped:
+            w_reg, a_reg = (w_en, w_addr), r_addr
         if r_en:
-            pipe = [mem[r_addr], *pipe[:-1]]
-        if w_en:
-            mem[w_addr] = w_data
+            clash = a_reg is None or (w_reg[0] and w_reg[1] == a_reg)
+            pipe = [None if clash else mem[a_reg], *pipe[:-1]]
+            a_reg = r_addr
+        if w_reg[0]:
+            mem[w_reg[1]] = w_data
+        w_reg = (w_en, w_addr)
         out.append(pipe[-1])
     return out
 
@@ -75,7 +85,9 @@ def test_bad_arguments():
     for kwargs in ({"width": 0, "depth": 8}, {"width": 8, "depth": 1},
                    {"width": 8, "depth": 8, "form": "xilinx"},
                    {"width": 8, "depth": DP16KD_DEPTH + 1, "form": "ecp5"},
-                   {"width": 8, "depth": 8, "out_reg": 1}):
+                   {"width": 8, "depth": 8, "out_reg": 1},
+                   {"width": 8, "depth": 8, "group_bits": -4},
+                   {"width": 8, "depth": 8, "form": "ecp5", "group_bits": 6}):
         with pytest.raises(ValueError):
             WideRAM(**kwargs)
 
@@ -84,14 +96,18 @@ def test_latency_and_blocks():
     assert WideRAM(258, 4096).latency == 1
     assert WideRAM(258, 4096, form="ecp5", out_reg=True).latency == 2
     assert WideRAM(258, 4096, form="ecp5").blocks == 65
+    grouped = WideRAM(258, 4096, form="ecp5", out_reg=True, group_bits=32)
+    assert grouped.latency == 3
+    assert grouped.groups == [(32 * k, 32) for k in range(8)] + [(256, 2)]
 
 
 @pytest.mark.parametrize("out_reg", [False, True])
-def test_memory_form_against_reference(out_reg):
+@pytest.mark.parametrize("group_bits", [0, 4])
+def test_memory_form_against_reference(out_reg, group_bits):
     print(f"seed {SEED}")
-    rng = np.random.default_rng(SEED + out_reg)
+    rng = np.random.default_rng(SEED + out_reg + 2 * group_bits)
     depth, width = 32, 13
-    dut = WideRAM(width, depth, out_reg=out_reg)
+    dut = WideRAM(width, depth, out_reg=out_reg, group_bits=group_bits)
     rows = stimulus(rng, depth, width, 1500)
     got = []
 
@@ -109,7 +125,7 @@ def test_memory_form_against_reference(out_reg):
     sim.add_clock(1e-8)
     sim.add_testbench(tb)
     sim.run()
-    assert check(got, reference(rows, depth, dut.latency)) > 500
+    assert check(got, reference(rows, depth, dut.latency, bool(group_bits))) > 500
 
 
 TB = """
@@ -143,13 +159,13 @@ endmodule
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
-@pytest.mark.parametrize("out_reg", [False, True])
+@pytest.mark.parametrize("out_reg,group_bits", [(False, 0), (True, 0), (True, 4)])
 @pytest.mark.parametrize("depth,width", [(64, 10), (DP16KD_DEPTH, 6)])
-def test_ecp5_form_matches_memory_form_in_icarus(tmp_path, out_reg, depth, width):
+def test_ecp5_form_matches_memory_form_in_icarus(tmp_path, out_reg, group_bits, depth, width):
     print(f"seed {SEED}")
-    rng = np.random.default_rng(SEED + 2 * depth + out_reg)
-    mem = WideRAM(width, depth, out_reg=out_reg)
-    ecp5 = WideRAM(width, depth, form="ecp5", out_reg=out_reg)
+    rng = np.random.default_rng(SEED + 2 * depth + out_reg + 4 * group_bits)
+    mem = WideRAM(width, depth, out_reg=out_reg, group_bits=group_bits)
+    ecp5 = WideRAM(width, depth, form="ecp5", out_reg=out_reg, group_bits=group_bits)
     src = tmp_path / "rams.v"
     src.write_text(verilog.convert(mem, name="ram_mem") + verilog.convert(ecp5, name="ram_ecp5"))
     rows = stimulus(rng, depth, width, 3000)
@@ -172,7 +188,7 @@ def test_ecp5_form_matches_memory_form_in_icarus(tmp_path, out_reg, depth, width
     outs = (tmp_path / "out.txt").read_text().split()
     d_mem = [int(x, 16) if "x" not in x else None for x in outs[0::2]]
     d_ecp5 = [int(x, 16) if "x" not in x else None for x in outs[1::2]]
-    want = reference(rows, depth, mem.latency)
+    want = reference(rows, depth, mem.latency, bool(group_bits))
     assert check(d_mem, want) > 1000
     assert check(d_ecp5, want) > 1000
 

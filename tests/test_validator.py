@@ -108,6 +108,8 @@ def test_verdicts_and_beats_match_golden_model(name, request):
         async for (job_id,) in ctx.changed(dut.job_id):
             ctx.set(dut.job, entries[job_id])
             ctx.set(dut.job_valid, job_id < params.jobs)
+            e = entries[job_id]
+            ctx.set(dut.job_limit, max(0, min(e["nslots"], params.slots - e["base"])))
 
     async def sink(ctx):
         while True:

@@ -30,9 +30,9 @@ from netagg.hdl.eth.mac_rx import MacRx
 from netagg.hdl.eth.mac_tx import MacTx
 from netagg.hdl.eth.responder import Responder
 from netagg.hdl.eth.result_tx import ResultFramer, ResultRouter
-from netagg.hdl.eth.skid import SkidBuffer
 from netagg.hdl.fifo import RegisteredAsyncFIFO
 from netagg.hdl.ram import RAM_FORMS
+from netagg.hdl.skid import SkidBuffer
 from netagg.params import Params
 
 

@@ -11,8 +11,8 @@ class SkidBuffer(wiring.Component):
     """Two-entry register slice of an ``amaranth.lib.stream``.
 
     ``o.valid``, ``o.payload`` and ``i.ready`` are flip-flops, so no
-    combinational path crosses the slice in either direction (the timing
-    of a 125 MHz stream between an ``AsyncFIFO`` and a frame buffer).
+    combinational path crosses the slice in either direction (the 125 MHz
+    streams of the Ethernet front end; the core's descriptor queue input).
 
     Parameters
     ----------

@@ -15,7 +15,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from netagg.hdl.eth.layouts import FrameByte
-from netagg.hdl.eth.skid import SkidBuffer
+from netagg.hdl.skid import SkidBuffer
 
 SEED = int(os.environ.get("NETAGG_ETH_SEED", "11"))
 
