@@ -135,15 +135,18 @@ class IssueQueue(CheckedComponent):
         overtaken_beats = Signal.like(self.released)   # freed beats of entries that overtook
 
         unissued = [ent.valid & ~ent.done for ent in queue]
-        # Read-after-write hazards of the entries, registered: computed in
-        # the cycle before from the loop's stages and this cycle's issue,
-        # for each address an entry can hold next (see below).
-        hazard = [Signal(name="older_hazard"), Signal(name="younger_hazard")]
-        older_can = unissued[0] & ~older.rtx & ~hazard[0]
+        # What each entry may do, registered with the entries: computed in
+        # the cycle before from their next values and their read-after-write
+        # hazards (from the loop's stages and this cycle's issue, for each
+        # address an entry can hold next; below), so that the issue choice
+        # is one LUT deep.
+        can = [Signal(name="older_can"), Signal(name="younger_can")]
+        rtx_waits = Signal(name="older_rtx_waits")
+        older_can = can[0]
         # A retransmission waits as the older entry with nothing issuing, so
         # the loop seen a cycle ago (registered) bounds the one now.
-        older_rtx = unissued[0] & older.rtx & ~loop.lanes_busy
-        younger_can = unissued[1] & ~younger.rtx & ~hazard[1] & (~younger.blocked | ~unissued[0])
+        older_rtx = rtx_waits & ~loop.lanes_busy
+        younger_can = can[1]
         issue_older = Signal()
         issue_younger = Signal()
         m.d.comb += [
@@ -249,19 +252,23 @@ class IssueQueue(CheckedComponent):
         h_req = (loop.hazard[4] | (combine_older & (older.acc_addr == requested.acc_addr))
                  | (issue_younger & (younger.acc_addr == requested.acc_addr)))
         h_adv = [Mux(issue_older, h_older1, h_older), Mux(issue_younger, h_younger1, h_younger)]
+        nxt_q = [Signal(entry_l, name="older_new"), Signal(entry_l, name="younger_new")]
+        nxt_h = [Signal(name="older_hazard_new"), Signal(name="younger_hazard_new")]
         with m.If(keep_older):
-            m.d.sync += [hazard[0].eq(h_adv[0]), hazard[1].eq(Mux(keep_younger, h_adv[1], h_req))]
+            m.d.comb += [nxt_h[0].eq(h_adv[0]), nxt_h[1].eq(Mux(keep_younger, h_adv[1], h_req)),
+                         nxt_q[0].eq(advanced[0]),
+                         nxt_q[1].eq(Mux(keep_younger, advanced[1], placed))]
         with m.Elif(keep_younger):
-            m.d.sync += [hazard[0].eq(h_adv[1]), hazard[1].eq(h_req)]
+            m.d.comb += [nxt_h[0].eq(h_adv[1]), nxt_h[1].eq(h_req),
+                         nxt_q[0].eq(advanced[1]), nxt_q[1].eq(placed)]
         with m.Else():
-            m.d.sync += [hazard[0].eq(h_req), hazard[1].eq(0)]
-        with m.If(keep_older):
-            m.d.sync += [older.eq(advanced[0]),
-                         younger.eq(Mux(keep_younger, advanced[1], placed))]
-        with m.Elif(keep_younger):
-            m.d.sync += [older.eq(advanced[1]), younger.eq(placed)]
-        with m.Else():
-            m.d.sync += [older.eq(placed), younger.eq(0)]
+            m.d.comb += [nxt_h[0].eq(h_req), nxt_h[1].eq(0), nxt_q[0].eq(placed)]
+        waiting = [e.valid & ~e.done for e in nxt_q]
+        m.d.sync += [older.eq(nxt_q[0]), younger.eq(nxt_q[1]),
+                     can[0].eq(waiting[0] & ~nxt_q[0].rtx & ~nxt_h[0]),
+                     can[1].eq(waiting[1] & ~nxt_q[1].rtx & ~nxt_h[1]
+                               & (~nxt_q[1].blocked | ~waiting[0])),
+                     rtx_waits.eq(waiting[0] & nxt_q[0].rtx)]
 
         m.d.comb += self.busy.eq(older.valid | younger.valid | loop.busy)
         return m
