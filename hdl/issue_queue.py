@@ -135,18 +135,19 @@ class IssueQueue(CheckedComponent):
         overtaken_beats = Signal.like(self.released)   # freed beats of entries that overtook
 
         unissued = [ent.valid & ~ent.done for ent in queue]
-        # What each entry may do, registered with the entries: computed in
-        # the cycle before from their next values and their read-after-write
-        # hazards (from the loop's stages and this cycle's issue, for each
-        # address an entry can hold next; below), so that the issue choice
-        # is one LUT deep.
-        can = [Signal(name="older_can"), Signal(name="younger_can")]
+        # Read-after-write hazards of the entries, registered: computed in
+        # the cycle before from the loop's stages and this cycle's issue,
+        # for each address an entry can hold next (see below). What else
+        # each entry needs to issue is registered with the entries (from
+        # their next values), so the issue choice is two LUTs deep.
+        hazard = [Signal(name="older_hazard"), Signal(name="younger_hazard")]
+        waits = [Signal(name="older_waits"), Signal(name="younger_waits")]
         rtx_waits = Signal(name="older_rtx_waits")
-        older_can = can[0]
+        older_can = waits[0] & ~hazard[0]
         # A retransmission waits as the older entry with nothing issuing, so
         # the loop seen a cycle ago (registered) bounds the one now.
         older_rtx = rtx_waits & ~loop.lanes_busy
-        younger_can = can[1]
+        younger_can = waits[1] & ~hazard[1]
         issue_older = Signal()
         issue_younger = Signal()
         m.d.comb += [
@@ -265,9 +266,9 @@ class IssueQueue(CheckedComponent):
             m.d.comb += [nxt_h[0].eq(h_req), nxt_h[1].eq(0), nxt_q[0].eq(placed)]
         waiting = [e.valid & ~e.done for e in nxt_q]
         m.d.sync += [older.eq(nxt_q[0]), younger.eq(nxt_q[1]),
-                     can[0].eq(waiting[0] & ~nxt_q[0].rtx & ~nxt_h[0]),
-                     can[1].eq(waiting[1] & ~nxt_q[1].rtx & ~nxt_h[1]
-                               & (~nxt_q[1].blocked | ~waiting[0])),
+                     hazard[0].eq(nxt_h[0]), hazard[1].eq(nxt_h[1]),
+                     waits[0].eq(waiting[0] & ~nxt_q[0].rtx),
+                     waits[1].eq(waiting[1] & ~nxt_q[1].rtx & (~nxt_q[1].blocked | ~waiting[0])),
                      rtx_waits.eq(waiting[0] & nxt_q[0].rtx)]
 
         m.d.comb += self.busy.eq(older.valid | younger.valid | loop.busy)

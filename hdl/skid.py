@@ -44,11 +44,16 @@ class SkidBuffer(wiring.Component):
         m.d.comb += self.i.ready.eq(~spare_valid)
         take = self.i.valid & self.i.ready
         give = self.o.ready | ~self.o.valid                   # the output register frees
+        # The wide registers' enables come from flip-flops or from ``o.ready``
+        # alone, never from ``i.valid``: the spare follows the input while
+        # it is empty, and counts only once taken while the output waits.
+        with m.If(~spare_valid):
+            m.d.sync += spare.eq(self.i.payload)
         with m.If(give):
             with m.If(spare_valid):
                 m.d.sync += [self.o.payload.eq(spare), self.o.valid.eq(1), spare_valid.eq(0)]
             with m.Else():
                 m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(take)]
         with m.Elif(take):
-            m.d.sync += [spare.eq(self.i.payload), spare_valid.eq(1)]
+            m.d.sync += spare_valid.eq(1)
         return m
