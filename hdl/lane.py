@@ -89,7 +89,11 @@ class Lane(CheckedComponent):
     ``i.payload.dtype``, ``op`` and ``first``. A caller that registers
     ``sel`` and the widened ``b`` itself, one copy per lane, one stage
     before the lane (``hdl/lane_loop.py``), takes the decode and its fanout
-    off the adders' first stage; the latency is the same.
+    off the adders' first stage; the latency is the same. In this form the
+    results that need no adder (first contributions, int32, min/max) are
+    computed over two cycles (compares and the int32 sum registered, then
+    the choice) when ``stages >= 1``; the other form, for small builds,
+    keeps them in one.
 
     Flow: the whole pipeline advances on cycles where ``~o.valid | o.ready``
     (which is ``i.ready``). With ``o.ready`` held high, a beat accepted on
@@ -196,9 +200,9 @@ class Lane(CheckedComponent):
         a_w = Mux(narrow, Cat(Const(0, 16), a[:16]), a)
 
         # Results available without the adders ("early": first contributions,
-        # int32, min/max), delayed to the adders' latency. With stages >= 1
-        # they take two of the delay line's cycles: the compares and the
-        # int32 add, registered; then the choice.
+        # int32, min/max), delayed to the adders' latency. In the decoded
+        # form with stages >= 1 they take two of the delay line's cycles:
+        # the compares and the int32 add, registered; then the choice.
         bw = FP32.layout(b_w)
         x = {"a_w": a_w, "b_w": b_w, "b_nan": (bw.exp == FP32.exp_max) & (bw.frac != 0),
              "is_int": is_int, "is_sum": is_sum, "first": first, "narrow": narrow,
@@ -218,7 +222,7 @@ class Lane(CheckedComponent):
                 m.d.comb += [imm.a.eq(a), imm.b.eq(b), imm.max.eq(is_max)]
                 x["i_take_b"] = imm.take_b
         delay = self._stages
-        if delay:
+        if delay and self._decoded:
             regs = {}
             for k, v in x.items():
                 regs[k] = Signal(Value.cast(v).shape(), name=f"e_{k}", reset_less=True)
