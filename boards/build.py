@@ -93,6 +93,13 @@ def _run(cmd: list[str], cwd: Path, log: str, tool_log: str | None = None) -> No
     with open(cwd / log, "w") as out:
         proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
     if proc.returncode:
+        for name in (log, tool_log):        # resources over capacity first, from either log
+            path = cwd / name if name else None
+            over = over_capacity(path.read_text(errors="replace")) if path and \
+                path.exists() else []
+            if over:
+                raise BuildError(f"{cmd[0]} failed: does not fit: {', '.join(over)} "
+                                 f"(see {path})")
         for name in (log, tool_log):
             path = cwd / name if name else None
             tail = path.read_text(errors="replace").strip().splitlines() if path and \
@@ -197,12 +204,14 @@ def _write(outdir: Path, result: dict) -> None:
 
 
 def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
-              freq_mhz: float = OOC_FREQ_MHZ) -> dict:
+              freq_mhz: float = OOC_FREQ_MHZ, acc_ram: str | None = None) -> dict:
     """The bare ``netagg_core`` out of context on an ECP5 (speed grade 6):
     ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
     no pins; the clock is routed as a plain net), constrained to
     ``freq_mhz``. The accumulators are in ``DP16KD`` blocks when they fit
-    (:meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`). No bitstream."""
+    (:meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`; ``acc_ram``
+    ``"memory"`` or ``"ecp5"`` chooses instead, e.g. ``"memory"`` when the
+    ``"ecp5"`` form's blocks outnumber the device's). No bitstream."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
     tool_environment()
@@ -214,7 +223,10 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    acc_ram = LaneLoop.acc_ram_for(params, "ecp5")
+    if acc_ram is None:
+        acc_ram = LaneLoop.acc_ram_for(params, "ecp5")
+    elif acc_ram not in ("memory", "ecp5"):
+        raise ValueError(f"acc_ram must be 'memory' or 'ecp5', not {acc_ram!r}")
     core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
     (outdir / "netagg_core.il").write_text(fix_rtlil(rtlil.convert(core, name="netagg_core")))
     (outdir / "netagg_core.ys").write_text(

