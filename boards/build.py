@@ -322,7 +322,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
             where = _failure(sdir / "core.tim", f"exit status {proc.returncode}")
             raise BuildError(f"{cmd[0]} failed: {where} (see {sdir / 'core.tim'})")
         rep = _collect(sdir / "report.json", outdir / "core.json", "ecp5")
-        runs[s] = {**rep, "pnr_seconds": round(time.monotonic() - t0, 1)}
+        runs[s] = {**rep, "pnr_seconds": time.monotonic() - t0}
     fmax = {s: next(iter(r["clocks"].values()), {"fmax_mhz": 0.0})["fmax_mhz"]
             for s, r in runs.items()}
     chosen = sorted(seeds, key=lambda s: (fmax[s], s))[(len(seeds) - 1) // 2]
@@ -335,7 +335,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         "bitstream": None, "seed": chosen, "seeds": {str(s): fmax[s] for s in seeds},
         "generate_seconds": round(generate_seconds, 1),
         "synth_seconds": round(synth_seconds, 1),
-        "pnr_seconds": {str(s): runs[s]["pnr_seconds"] for s in seeds},
+        "pnr_seconds": {str(s): round(runs[s]["pnr_seconds"], 1) for s in seeds},
         # synthesis and the chosen seed's place and route: one user's build
         "build_seconds": round(generate_seconds + synth_seconds
                                + runs[chosen]["pnr_seconds"], 1),
