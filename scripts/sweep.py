@@ -128,6 +128,10 @@ def plot(points: list, sets: list, path: Path, device: str, freq: float) -> None
     a1.set(xscale="log", xlabel="lanes L", ylabel="LUTs (TRELLIS_COMB)", title=device)
     a2.set(xscale="log", xlabel="lanes L", ylabel="Fmax (MHz)", title="out of context")
     a2.axhline(freq, color="grey", ls="--")
+    ticks = sorted({q["lanes"] for q in points})
+    for a in (a1, a2):                  # the measured L, not powers of ten
+        a.set_xticks(ticks, [str(t) for t in ticks])
+        a.minorticks_off()
     if a1.get_legend_handles_labels()[0]:   # none when every point failed
         a1.legend()
     fig.tight_layout()
