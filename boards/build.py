@@ -50,6 +50,8 @@ ECP5_DEVICES = {
     "LFE5U-45F": ("--45k", "CABGA381"),
     "LFE5U-85F": ("--85k", "CABGA381"),
 }
+ECP5_BLOCKS = {"LFE5U-12F": 32, "LFE5U-25F": 56, "LFE5U-45F": 108, "LFE5U-85F": 208}
+"""DP16KD blocks of each device (Lattice's ECP5 family data sheet)."""
 
 
 def tool_environment() -> None:
@@ -224,7 +226,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     if acc_ram is None:
-        acc_ram = LaneLoop.acc_ram_for(params, "ecp5")
+        acc_ram = LaneLoop.acc_ram_for(params, "ecp5", blocks=ECP5_BLOCKS[device])
     elif acc_ram not in ("memory", "ecp5"):
         raise ValueError(f"acc_ram must be 'memory' or 'ecp5', not {acc_ram!r}")
     core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)

@@ -165,11 +165,18 @@ class LaneLoop(CheckedComponent):
         })
 
     @staticmethod
-    def acc_ram_for(params: Params, family: str) -> str:
+    def acc_ram_for(params: Params, family: str, *, blocks: int | None = None) -> str:
         """The accumulator RAM form for a build on ``family`` (``"ecp5"``,
         ``"ice40"``, ...): ``"ecp5"`` on the ECP5 when the accumulators fit
-        its blocks' 4096 x 4 shape, else ``"memory"``."""
+        its blocks' 4096 x 4 shape and, given the device's ``blocks``
+        (DP16KD), take at most three quarters of them (the rest of the core
+        needs some: 15 at the defaults); else ``"memory"``, which a
+        synthesis tool maps to wider, fewer blocks (L=32: 257 DP16KD in the
+        4096 x 4 shape, more than the LFE5U-85F's 208)."""
         fits = 2 * params.slots * params.beats <= DP16KD_DEPTH
+        if blocks is not None:
+            width = acc_word(params).size
+            fits = fits and -(-width // 4) * 4 <= 3 * blocks
         return "ecp5" if family == "ecp5" and fits else "memory"
 
     @staticmethod

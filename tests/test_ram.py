@@ -216,3 +216,19 @@ def test_ecp5_form_matches_yosys_cell_declaration(tmp_path):
     cells = {name: int(n) for n, name in found}
     assert cells.get("DP16KD") == ram.blocks
     assert "LUT4" not in cells and "TRELLIS_FF" not in cells
+
+
+def test_accumulator_form_for_the_device():
+    # the ECP5 form when the 4096 x 4 blocks fit the depth and the device
+    from netagg.boards.build import ECP5_BLOCKS
+    from netagg.hdl.lane_loop import LaneLoop
+    from netagg.params import Params
+    big = ECP5_BLOCKS["LFE5U-85F"]
+    for lanes, form in ((8, "ecp5"), (16, "ecp5"), (32, "memory")):
+        p = Params(lanes=lanes)
+        assert LaneLoop.acc_ram_for(p, "ecp5", blocks=big) == form, lanes
+        assert LaneLoop.acc_ram_for(p, "ecp5") == "ecp5"       # no device: depth only
+        assert LaneLoop.acc_ram_for(p, "ice40", blocks=big) == "memory"
+    assert LaneLoop.acc_ram_for(Params(lanes=8), "ecp5", blocks=ECP5_BLOCKS["LFE5U-25F"]) \
+        == "memory"
+    assert LaneLoop.acc_ram_for(Params(lanes=1, slots=2048), "ecp5", blocks=big) == "memory"
