@@ -274,6 +274,7 @@ class FPAdd(CheckedComponent):
             "mx": Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub)),
             "my": Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub)),
             "ex": Mux(swap, eb, ea), "d": d,
+            "exm1": Mux(swap, Mux(b_sub, 0, (b.exp - 1)[:E]), Mux(a_sub, 0, (a.exp - 1)[:E])),
             "flip": flip, "sub": eff_sub,
             "sign": Mux(swap, b.sign, a.sign),
             "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
@@ -314,7 +315,7 @@ class FPAdd(CheckedComponent):
             "near": sub & (d[1:] == 0),
             "y_far": y_far ^ _rep(sub, p + 4),
             "t_raw": t_raw, "flip": flip, "u_near": t_near | limit,
-            "exm1": (ex - 1)[:E],
+            "exm1": v["exm1"],
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
 
