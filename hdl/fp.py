@@ -192,8 +192,8 @@ class FPAdd(CheckedComponent):
     exponent field (exponent - 1 plus the hidden bit) and gives the forced
     results (NaN, infinity) as they are, so that nothing follows it. The
     operands are ordered by raw exponent only (the borrow of the exponent
-    subtraction drives the swap; a subnormal y beside a normal x has its
-    significand doubled so that the raw difference aligns it); the
+    subtraction drives the swap; the alignment distance is the effective
+    exponent difference, a subnormal's exponent being 1); the
     magnitude order, which the near path needs when the exponents are
     equal, is computed in parallel and applied after the first cut (the
     near difference is complemented), so that no wide compare drives the
