@@ -266,15 +266,23 @@ class FPAdd(CheckedComponent):
         swap = (a.exp - b.exp)[E]                       # raw borrow: b.exp > a.exp
         # d = ex - ey >= 0 (effective exponents); a is y only when
         # b.exp > a.exp (so b is normal)
-        d_ab = Mux(b_sub & ~a_sub, (a.exp - 1)[:E], (a.exp - b.exp)[:E])
-        d_ba = Mux(a_sub, (b.exp - 1)[:E], (b.exp - a.exp)[:E])
+        am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
+        bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
+        if F > 16:
+            # (the two forms are equivalent; each is the one that maps
+            # smaller and faster for its width, docs/arithmetic.md)
+            d_ab = Mux(b_sub, am1, (a.exp - b.exp)[:E])
+            d_ba = Mux(a_sub, bm1, (b.exp - a.exp)[:E])
+        else:
+            d_ab = Mux(b_sub & ~a_sub, (a.exp - 1)[:E], (a.exp - b.exp)[:E])
+            d_ba = Mux(a_sub, (b.exp - 1)[:E], (b.exp - a.exp)[:E])
         d = Mux(swap, d_ba, d_ab)
         flip = (a.exp == b.exp) & (b.frac > a.frac)
         v = pipe.cut(0, {
             "mx": Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub)),
             "my": Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub)),
             "ex": Mux(swap, eb, ea), "d": d,
-            "exm1": Mux(swap, Mux(b_sub, 0, (b.exp - 1)[:E]), Mux(a_sub, 0, (a.exp - 1)[:E])),
+            "exm1": Mux(swap, bm1, am1),
             "flip": flip, "sub": eff_sub,
             "sign": Mux(swap, b.sign, a.sign),
             "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
