@@ -147,11 +147,11 @@ def _rep(bit: Value, n: int) -> Value:
 
 # Cut points of the adder, after each of its steps:
 #   0 order operands by raw exponent (an E-bit compare drives the swap
-#     multiplexers), saturated exponent difference, the near path's flip
+#     multiplexers), effective exponent difference, the near path's flip
 #     (equal exponents, |b| > |a|: a compare whose result is only
-#     registered) and its second operand (y or 2y, inverted), classify
-#     specials;
-#   1 far path: alignment shift and sticky bit, the subtrahend inverted;
+#     registered), classify specials;
+#   1 far path: alignment shift and sticky bit (ORed into the last bit),
+#     the subtrahend inverted;
 #     near path: subtraction, complemented when flipped, and the shift-limit
 #     mark; the far path's exponent candidates and overflow flags;
 #   2 far path: addition; near path: leading-zero count, cancellation;
@@ -192,8 +192,8 @@ class FPAdd(CheckedComponent):
     exponent field (exponent - 1 plus the hidden bit) and gives the forced
     results (NaN, infinity) as they are, so that nothing follows it. The
     operands are ordered by raw exponent only (the borrow of the exponent
-    subtraction drives the swap; a subnormal y beside a normal x has its
-    significand doubled so that the raw difference aligns it); the
+    subtraction drives the swap; the alignment distance is the effective
+    exponent difference, a subnormal's exponent being 1); the
     magnitude order, which the near path needs when the exponents are
     equal, is computed in parallel and applied after the first cut (the
     near difference is complemented), so that no wide compare drives the
@@ -249,32 +249,40 @@ class FPAdd(CheckedComponent):
 
         # -- step 0: order by exponent, exponent difference, specials -----
         # The operands are ordered by their raw exponents only: the borrow
-        # of the raw exponent subtraction drives the swap multiplexers, and
-        # the difference d is raw too. A subnormal y beside a normal x
-        # (raw exponent 0, effective 1) gets its significand doubled
-        # instead, so that shifting by the raw d aligns it. The far path
-        # adds or subtracts in that order; the near path's order for equal
-        # exponents (|y| > |x|, "flip") is computed here in parallel and
-        # used after the cut.
+        # of the raw exponent subtraction drives the swap multiplexers. The
+        # difference d is the effective one (a subnormal's exponent is 1):
+        # for a subnormal y beside a normal x it is x.exp - 1, selected
+        # from a parallel decrement, so that the significands pass the
+        # swap multiplexers as they are (hidden bit = exponent nonzero).
+        # The far path adds or subtracts in that order; the near path's
+        # order for equal exponents (|y| > |x|, "flip") is computed here in
+        # parallel and used after the cut.
         a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
         a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
         eff_sub = a.sign ^ b.sign
         a_sub, b_sub = a.exp == 0, b.exp == 0          # subnormal or zero
         ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
         eb = Cat(b.exp[0] | b_sub, b.exp[1:])
-        # significands as the y operand, at the scale of the raw exponents:
-        # a is y only when b.exp > a.exp (so b is normal)
-        ya = Mux(a_sub, Cat(Const(0, 1), a.frac), Cat(a.frac, Const(1, 1)))
-        yb = Mux(b_sub & ~a_sub, Cat(Const(0, 1), b.frac), Cat(b.frac, ~b_sub))
-        diff = a.exp - b.exp                            # E+1 bits, borrow on top
-        swap = diff[E]
-        d = Mux(swap, (b.exp - a.exp)[:E], diff[:E])   # raw, >= 0
+        swap = (a.exp - b.exp)[E]                       # raw borrow: b.exp > a.exp
+        # d = ex - ey >= 0 (effective exponents); a is y only when
+        # b.exp > a.exp (so b is normal)
+        am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
+        bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
+        if F > 16:
+            # (the two forms are equivalent; each is the one that maps
+            # smaller and faster for its width, docs/arithmetic.md)
+            d_ab = Mux(b_sub, am1, (a.exp - b.exp)[:E])
+            d_ba = Mux(a_sub, bm1, (b.exp - a.exp)[:E])
+        else:
+            d_ab = Mux(b_sub & ~a_sub, (a.exp - 1)[:E], (a.exp - b.exp)[:E])
+            d_ba = Mux(a_sub, (b.exp - 1)[:E], (b.exp - a.exp)[:E])
+        d = Mux(swap, d_ba, d_ab)
         flip = (a.exp == b.exp) & (b.frac > a.frac)
-        d0 = a.exp[0] ^ b.exp[0]                        # d odd: d = 1 on the near path
         v = pipe.cut(0, {
             "mx": Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub)),
-            "my": Mux(swap, ya, yb),
-            "ex": Mux(swap, eb, ea), "d": d, "d0": d0,
+            "my": Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub)),
+            "ex": Mux(swap, eb, ea), "d": d,
+            "exm1": Mux(swap, bm1, am1),
             "flip": flip, "sub": eff_sub,
             "sign": Mux(swap, b.sign, a.sign),
             "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
@@ -292,18 +300,17 @@ class FPAdd(CheckedComponent):
         my_al = Mux(ovr, 0, (my3 >> dl)[:p + 3])
         below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
         sticky = (my3 & below) != 0
-        # far subtrahend complemented here (p+4 bits): the addition after
-        # the cut adds it as it comes, with carry-in ``sub & ~sticky`` (the
-        # sticky bit, below the last bit, borrows one), and ORs the sticky
-        # bit into the result's last bit
-        y_far = Cat(my_al, Const(0, 1))
+        # far subtrahend, sticky bit ORed into its last bit (which lies
+        # below the guard and round bits), complemented here (p+4 bits): the
+        # addition after the cut adds it as it comes, with carry-in ``sub``
+        y_far = Cat(my_al | sticky, Const(0, 1))
         # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
         # or 2x - 2y (d = 0); a flipped pair (d = 0, |y| > |x|) gets
         # t = x + ~y = -(y - x) - 1, whose complement ~t = y - x > 0 is
         # taken here (t ^ flip)
         flip, my = v["flip"], v["my"]
         # (x1 = 2x has a zero LSB, which holds the carry-in ~flip)
-        y1 = Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+        y1 = Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
         t_raw = (Cat(~flip, v["mx"]) + ~y1)[:p + 1]
         t_near = t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
@@ -314,9 +321,9 @@ class FPAdd(CheckedComponent):
             **{k: v[k] for k in keep},
             "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
             "near": sub & (d[1:] == 0),
-            "y_far": y_far ^ _rep(sub, p + 4), "sticky": sticky,
+            "y_far": y_far ^ _rep(sub, p + 4),
             "t_raw": t_raw, "flip": flip, "u_near": t_near | limit,
-            "exm1": (ex - 1)[:E],
+            "exm1": v["exm1"],
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
 
@@ -326,8 +333,7 @@ class FPAdd(CheckedComponent):
                 "nan", "inf", "inf_sign", "t_raw", "flip")
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
-            "s_far": (mx3 + v["y_far"] + (v["sub"] & ~v["sticky"]))[:p + 4],
-            "f_st": v["sticky"],
+            "s_far": (mx3 + v["y_far"] + v["sub"])[:p + 4],
             "sh": _lzc_pad(v["u_near"]),
             # exact cancellation (near path; a flipped difference is > 0)
             "zero": ~v["flip"] & (v["t_raw"] == 0),
@@ -342,7 +348,7 @@ class FPAdd(CheckedComponent):
         # out), 1 (top bit set) or 0 (an effective subtraction lost the top
         # bit, or two subnormals added without reaching the normal range).
         near, sub = v["near"], v["sub"]
-        s = Cat(v["s_far"][0] | v["f_st"], v["s_far"][1:])
+        s = v["s_far"]
         carry, top = s[p + 3], s[p + 2]
         f_mant = Signal(p, name="f_mant")
         f_guard = Signal(name="f_guard")
@@ -358,7 +364,8 @@ class FPAdd(CheckedComponent):
         # overflow, far path only (the near path's result is below x): the
         # field em1 + hid + c (c: rounding carries out of the fraction) is
         # >= exp_max for sure, or exactly exp_max when c, which the rounding
-        # step then produces as the infinity itself
+        # step then produces as the infinity itself (ovf_c: the rounded
+        # field is then odd, exp_max, instead of exp_max - 1)
         special = v["nan"] | v["inf"]
         ovf_now = ~near & carry & v["e_top"]
         ovf_c = ~near & ((carry & v["e_top1"]) | (~carry & top & v["e_top"]))
@@ -380,13 +387,12 @@ class FPAdd(CheckedComponent):
         # fraction, nothing added), so that the adder's sum is the output.
         mant, force = v["mant"], v["force"]
         inc = ~force & v["guard"] & (v["sticky"] | mant[0])
-        c = inc & (mant[:F] == (1 << F) - 1)
         nan_frac = fmt.qnan & ((1 << F) - 1)
         frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
         packed = (Cat(frac, v["em1"] | _rep(force, E))
                   + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
         v = pipe.cut(4, {
-            "r": Cat(packed, v["sign"]), "ovf": v["ovf_now"] | (v["ovf_c"] & c),
+            "r": Cat(packed, v["sign"]), "ovf": v["ovf_now"] | (v["ovf_c"] & packed[F]),
             "nan": v["nan"],
         })
 
