@@ -218,9 +218,9 @@ class WideRAM(wiring.Component):
         waddr = Cat(Const(0, 2), w_addr, Const(0, 12 - len(w_addr)))   # ADx[13:2]
         raddr = Cat(Const(0, 2), r_addr, Const(0, 12 - len(r_addr)))
         for k in range(lo // DP16KD_WIDTH, -(-(lo + n) // DP16KD_WIDTH)):
-            lo = k * DP16KD_WIDTH
-            n = min(DP16KD_WIDTH, self._width - lo)
-            di = Cat(self.w_data[lo:lo + n], Const(0, 18 - n))
+            b_lo = k * DP16KD_WIDTH
+            b_n = min(DP16KD_WIDTH, self._width - b_lo)
+            di = Cat(self.w_data[b_lo:b_lo + b_n], Const(0, 18 - b_n))
             do = Signal(18, name=f"bram{k}_do")
             ports = {
                 "p_DATA_WIDTH_A": DP16KD_WIDTH, "p_DATA_WIDTH_B": DP16KD_WIDTH,
@@ -244,4 +244,4 @@ class WideRAM(wiring.Component):
                 ports[f"i_DIB{i}"] = zero
                 ports[f"o_DOB{i}"] = do[i]
             m.submodules[f"bram{k}"] = Instance("DP16KD", **ports)
-            m.d.comb += self.r_data[lo:lo + n].eq(do[:n])
+            m.d.comb += self.r_data[b_lo:b_lo + b_n].eq(do[:b_n])
