@@ -101,35 +101,30 @@ class NetaggCore(CheckedComponent):
             val.job_valid.eq(jobs.lookup_valid),
             val.job_limit.eq(jobs.lookup_limit),
         ]
-        if compact:
-            wiring.connect(m, val.desc, desc_q.w_stream)
-            desc_held = Const(0)
-        else:
-            # a register slice: the queue's write enable from flip-flops
-            m.submodules.desc_slice = desc_slice = SkidBuffer(descriptor(p))
-            wiring.connect(m, val.desc, desc_slice.i)
-            m.d.comb += [desc_q.w_data.eq(desc_slice.o.payload),
-                         desc_q.w_en.eq(desc_slice.o.valid),
-                         desc_slice.o.ready.eq(desc_q.w_rdy)]
-            desc_held = desc_slice.o.valid
         wiring.connect(m, val.data, slots.data)
         if compact:
+            wiring.connect(m, val.desc, desc_q.w_stream)
             m.d.comb += [
                 slots.desc.payload.eq(data.View(descriptor(p), desc_q.r_data)),
                 slots.desc.valid.eq(desc_q.r_rdy),
                 desc_q.r_en.eq(slots.desc.ready),
             ]
+            desc_held = Const(0)
         else:
-            # and one on the way out: the slot table's take, which waits on
-            # its decision pipeline, ends in flip-flops next to it
+            # Register slices on both sides of the queue: its write enable
+            # comes from flip-flops, and the slot table's take (which waits
+            # on its decision pipeline) ends in flip-flops beside it.
+            m.submodules.desc_slice = desc_slice = SkidBuffer(descriptor(p))
             m.submodules.desc_out = desc_out = SkidBuffer(descriptor(p))
-            m.d.comb += [
-                desc_out.i.payload.eq(desc_q.r_data),
-                desc_out.i.valid.eq(desc_q.r_rdy),
-                desc_q.r_en.eq(desc_out.i.ready),
-            ]
+            wiring.connect(m, val.desc, desc_slice.i)
+            m.d.comb += [desc_q.w_data.eq(desc_slice.o.payload),
+                         desc_q.w_en.eq(desc_slice.o.valid),
+                         desc_slice.o.ready.eq(desc_q.w_rdy),
+                         desc_out.i.payload.eq(desc_q.r_data),
+                         desc_out.i.valid.eq(desc_q.r_rdy),
+                         desc_q.r_en.eq(desc_out.i.ready)]
             wiring.connect(m, desc_out.o, slots.desc)
-            desc_held = desc_held | desc_out.o.valid
+            desc_held = desc_slice.o.valid | desc_out.o.valid
         wiring.connect(m, slots.res_desc, mcast.res_desc)
         wiring.connect(m, slots.res_beat, mcast.res_beat)
         wiring.connect(m, mcast.free, slots.res_free)
