@@ -4,7 +4,7 @@ and the overtaking rules."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,7 +16,13 @@ from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits, issue_reque
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
 
-__all__ = ["IssueQueue"]
+__all__ = ["ISSUE_DEPTH", "IssueQueue"]
+
+
+ISSUE_DEPTH = {"memory": 4, "ecp5": 4, "compact": 2}
+"""Default entries of the issue queue for each build form of the loop
+(``acc_ram``): four where short messages must overtake each other at full
+rate, two in the compact form (fewest cells)."""
 
 
 def _entry(params: Params, data_beats: int) -> data.StructLayout:
@@ -36,15 +42,32 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "acc_addr": unsigned(acc_addr_bits(params)),
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_beats": unsigned(bbits),
+        # payload beats of younger entries that left before it, freed with it
+        "carry": unsigned(data_addr_bits(data_beats) + 2),
         "done": unsigned(1),      # every beat issued; leaves the queue next cycle
-        "blocked": unsigned(1),   # may not overtake the entry ahead of it
     })
 
 
+def _one_hot_mux(sel, values, shape):
+    """The value whose ``sel`` bit is high (at most one is): an AND-OR."""
+    width = Shape.cast(shape).width
+    acc = Const(0, width)
+    for bit, value in zip(sel, values, strict=True):
+        acc = acc | (Value.cast(value) & bit.replicate(width))
+    return acc
+
+
 class IssueQueue(CheckedComponent):
-    """Two decided messages, their beats issued one per cycle to a
-    :class:`~netagg.hdl.lane_loop.LaneLoop` (the accumulators' read-add-write
-    loop through L lanes), which it holds.
+    """Up to ``depth`` decided messages, their beats issued one per cycle to
+    a :class:`~netagg.hdl.lane_loop.LaneLoop` (the accumulators'
+    read-add-write loop through L lanes), which it holds.
+
+    Parameters
+    ----------
+    depth : int
+        Entries (messages held at once; default :data:`ISSUE_DEPTH` of the
+        build form). More entries let more short messages overtake one that
+        waits on a hazard.
 
     Ports
     -----
@@ -53,7 +76,8 @@ class IssueQueue(CheckedComponent):
         ``has_room`` (a combine) or ``will_be_empty`` (a retransmission);
         it can issue its first beat on the next cycle.
     has_room : Out(1)
-        At most one entry is held after this cycle (only registers decide).
+        Fewer than ``depth`` entries are held after this cycle (only
+        registers decide).
     will_be_empty : Out(1)
         No entry is held after this cycle (only registers decide).
     data_addr : Out(address)
@@ -62,7 +86,7 @@ class IssueQueue(CheckedComponent):
     data : In(payload_beat)
     released : Out(count)
         Payload buffer beats of entries leaving this cycle, oldest message
-        first: an entry that overtook the one ahead of it returns its beats
+        first: an entry that leaves before an older one returns its beats
         with that one (the buffer frees in arrival order).
     res_beat : Out(stream of result_beat, always_ready)
         Registered RESULT beats: a completing combine's beats as they leave
@@ -74,29 +98,39 @@ class IssueQueue(CheckedComponent):
     busy : Out(1)
         An entry is held, or a beat is in the loop or on ``res_beat``.
 
-    Issue rules: the older entry issues unless it is a combine whose beat's
+    Issue rules, in each cycle: the oldest entry that may issue issues one
+    beat. An entry may issue unless it is a combine whose beat's
     accumulator address was issued less than ``spacing`` (lane latency + 1)
     cycles ago (read-after-write hazard; the loop forwards results issued
-    earlier) or a retransmission while the lanes hold combine beats (seen
-    one cycle late). The younger one, always a combine, issues in a cycle
-    the older one does not, unless it has a hazard or the older one has
-    beats left and it was ``blocked`` when pushed: behind an entry of the
-    same slot, behind a retransmission, or a RESULT behind a RESULT. So
+    earlier), it is a retransmission while the lanes hold combine beats
+    (seen one cycle late; a retransmission is only pushed to an empty
+    queue), or an older entry it must follow has beats left: one of the
+    same slot, a retransmission, or (for a RESULT) another RESULT. So
     messages of one slot keep their order and RESULT beats never
-    interleave. Loop: ``loop_latency`` = lane latency + 4 cycles from the
-    issue to the write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
+    interleave. Loop:
+    ``loop_latency`` = lane latency + 4 cycles from the issue to the
+    write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
+
+    Timing: the choice is made from registered per-entry flags (a combine,
+    hazard, done, which older entries it follows); hazards, the order
+    constraints between entries and the room are computed a cycle ahead
+    and registered.
     """
 
     @staticmethod
-    def check(params: Params, *, data_beats: int, fp_stages=None, acc_ram: str = "memory") -> None:
+    def check(params: Params, *, data_beats: int, fp_stages=None, acc_ram: str = "memory",
+              depth: int | None = None) -> None:
         LaneLoop.check(params, fp_stages=fp_stages, acc_ram=acc_ram)
+        if depth is not None and (not isinstance(depth, int) or not 1 <= depth <= 8):
+            raise ValueError(f"depth must be an int in 1..8, not {depth!r}")
 
     def __init__(self, params: Params, *, data_beats: int, fp_stages=None,
-                 acc_ram: str = "memory"):
+                 acc_ram: str = "memory", depth: int | None = None):
         self._params = params
         self._data_beats = data_beats
         self._fp_stages = fp_stages
         self._acc_ram = acc_ram
+        self._depth = ISSUE_DEPTH[acc_ram] if depth is None else depth
         self._lane_latency = Lane.latency_of(fp_stages)
         super().__init__({
             "push": In(stream.Signature(issue_request(params, data_beats), always_ready=True)),
@@ -111,6 +145,10 @@ class IssueQueue(CheckedComponent):
         })
 
     @property
+    def depth(self) -> int:
+        return self._depth
+
+    @property
     def lane_latency(self) -> int:
         return self._lane_latency
 
@@ -122,50 +160,53 @@ class IssueQueue(CheckedComponent):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        L, B = p.lanes, p.beats
+        L, B, N = p.lanes, p.beats, self._depth
         entry_l = _entry(p, self._data_beats)
-        m.submodules.loop = loop = LaneLoop(p, fp_stages=self._fp_stages, acc_ram=self._acc_ram)
+        m.submodules.loop = loop = LaneLoop(p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
+                                            hazard_ports=2 * N + 1)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
-        # ---------------- the queue: older, younger ----------------
-        older = Signal(entry_l)
-        younger = Signal(entry_l)
-        queue = [older, younger]
-        overtaken_beats = Signal.like(self.released)   # freed beats of entries that overtook
+        # ---------------- the queue: entry 0 is the oldest ----------------
+        # Held entries are contiguous from entry 0; an entry leaves the cycle
+        # after its last beat and the younger ones move down one place.
+        q = [Signal(entry_l, name=f"entry{i}") for i in range(N)]
+        # Registered per entry, computed in the cycle before (see below):
+        # a read-after-write hazard, "a combine", and (entry 0) "a
+        # retransmission"; after[k, j]: entry k must follow the older entry j.
+        hazard = [Signal(name=f"entry{i}_hazard") for i in range(N)]
+        waits = [Signal(name=f"entry{i}_waits") for i in range(N)]
+        rtx_waits = Signal(name="entry0_rtx_waits")
+        after = {(k, j): Signal(name=f"entry{k}_after{j}") for k in range(N) for j in range(k)}
 
-        unissued = [ent.valid & ~ent.done for ent in queue]
-        # Read-after-write hazards of the entries, registered: computed in
-        # the cycle before from the loop's stages and this cycle's issue,
-        # for each address an entry can hold next (see below). What else
-        # each entry needs to issue is registered with the entries (from
-        # their next values), so the issue choice is two LUTs deep.
-        hazard = [Signal(name="older_hazard"), Signal(name="younger_hazard")]
-        waits = [Signal(name="older_waits"), Signal(name="younger_waits")]
-        rtx_waits = Signal(name="older_rtx_waits")
-        older_can = waits[0] & ~hazard[0]
-        # A retransmission waits as the older entry with nothing issuing, so
-        # the loop seen a cycle ago (registered) bounds the one now.
-        older_rtx = rtx_waits & ~loop.lanes_busy
-        younger_can = waits[1] & ~hazard[1]
-        issue_older = Signal()
-        issue_younger = Signal()
-        m.d.comb += [
-            issue_older.eq(older_can | older_rtx),
-            issue_younger.eq(~(older_can | older_rtx) & younger_can),
-        ]
-        m.d.sync += self.stall.eq(~issue_older & ~issue_younger
-                                  & ((unissued[0] & ~older.rtx) | (unissued[1] & ~younger.rtx)))
+        unissued = [e.valid & ~e.done for e in q]
+        # An entry that must follow an older one issues from the cycle after
+        # that one's last beat (done: it leaves then).
+        follows = [Cat(*(after[i, j] & ~q[j].done for j in range(i))).any() if i else Const(0)
+                   for i in range(N)]
+        can = [waits[i] & ~q[i].done & ~hazard[i] & ~follows[i] for i in range(N)]
+        # A retransmission waits as entry 0 with nothing issuing, so the loop
+        # seen a cycle ago (registered) bounds the one now.
+        rtx_go = Signal()
+        m.d.comb += rtx_go.eq(rtx_waits & ~q[0].done & ~loop.lanes_busy)
+        sel = [Signal(name=f"issue{i}") for i in range(N)]
+        m.d.comb += sel[0].eq(can[0] | rtx_go)
+        for i in range(1, N):
+            m.d.comb += sel[i].eq(can[i] & ~rtx_go & ~Cat(*can[:i]).any())
+        combine = [sel[0] & ~rtx_go] + sel[1:]
+        any_issue = Cat(*sel).any()
+        m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx for u, e in zip(unissued, q,
+                                                                                 strict=True))).any())
 
         issuing = Signal(entry_l)
-        m.d.comb += issuing.eq(Mux(issue_younger, younger, older))
+        m.d.comb += issuing.eq(_one_hot_mux(sel, q, entry_l))
         lane_mask = Signal(L)
         for i in range(L):
             m.d.comb += lane_mask[i].eq(issuing.left > i)
         beat = loop.issue.payload
         m.d.comb += [
-            loop.issue.valid.eq(issue_older | issue_younger),
-            beat.rtx.eq(older_rtx),
+            loop.issue.valid.eq(any_issue),
+            beat.rtx.eq(rtx_go),
             beat.addr.eq(issuing.acc_addr),
             beat.mask.eq(lane_mask),
             beat.last.eq(issuing.beat == issuing.last_beat),
@@ -177,42 +218,36 @@ class IssueQueue(CheckedComponent):
         ]
         m.d.sync += self.data_addr.eq(issuing.data_addr)
 
-        # The queue after this cycle's issue.
-        advanced = [Signal(entry_l, name="older_next"), Signal(entry_l, name="younger_next")]
-        leaving = []
-        for name, cur, nxt, sel in zip(("older", "younger"), queue, advanced,
-                                       (issue_older, issue_younger), strict=True):
+        # The entries after this cycle's issue.
+        advanced = [Signal(entry_l, name=f"entry{i}_next") for i in range(N)]
+        for i in range(N):
+            cur, nxt = q[i], advanced[i]
             m.d.comb += nxt.eq(cur)
-            with m.If(sel):
+            with m.If(sel[i]):
                 m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_addr + 1),
                              nxt.data_addr.eq(cur.data_addr + 1),
                              nxt.left.eq(Mux(cur.left > L, cur.left - L, 0))]
                 with m.If(cur.beat == cur.last_beat):
                     m.d.comb += nxt.done.eq(1)
-            f = Signal(name=f"{name}_leaving")
-            m.d.comb += f.eq(cur.valid & cur.done)
-            leaving.append(f)
-        # Entries leave the cycle after their last beat: only registers decide.
-        keep_older = older.valid & ~older.done
-        keep_younger = younger.valid & ~younger.done
-        m.d.comb += [self.has_room.eq(~(keep_older & keep_younger)),
-                     self.will_be_empty.eq(~keep_older & ~keep_younger)]
+        # Entries leave the cycle after their last beat (at most one a
+        # cycle: one beat issues a cycle): only registers decide.
+        leaving = [Signal(name=f"entry{i}_leaving") for i in range(N)]
+        keep = [e.valid & ~e.done for e in q]
+        for i in range(N):
+            m.d.comb += leaving[i].eq(q[i].valid & q[i].done)
+        m.d.comb += [self.has_room.eq(~Cat(*keep).all()),
+                     self.will_be_empty.eq(~Cat(*keep).any())]
+        # shift[x]: the entry at x+1 moves to x (an entry at or below x leaves)
+        shift = [Cat(*leaving[:x + 1]).any() for x in range(N)]
 
-        # Payload buffer space comes back in arrival order.
-        with m.If(leaving[0]):
-            m.d.comb += self.released.eq(older.data_beats + overtaken_beats
-                                         + Mux(leaving[1], younger.data_beats, 0))
-            m.d.sync += overtaken_beats.eq(0)
-        with m.Elif(leaving[1]):
-            m.d.sync += overtaken_beats.eq(overtaken_beats + younger.data_beats)
+        # Payload buffer space comes back in arrival order: an entry leaving
+        # before entry 0 hands its beats (and those handed to it) to the
+        # entry just older than it.
+        m.d.comb += self.released.eq(Mux(leaving[0], q[0].data_beats + q[0].carry, 0))
 
-        # A pushed request becomes an entry. Behind a message of the same
-        # slot, a retransmission, or (for a RESULT) another RESULT, a
-        # combine waits its turn.
+        # A pushed request becomes an entry, behind the held ones.
         req = self.push.payload
         requested = Signal(entry_l)
-        ahead = Signal(entry_l)
-        m.d.comb += ahead.eq(Mux(keep_older, older, younger))
         m.d.comb += [
             requested.valid.eq(1),
             requested.rtx.eq(req.rtx),
@@ -227,49 +262,70 @@ class IssueQueue(CheckedComponent):
             requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
             requested.data_addr.eq(req.data_addr),
             requested.data_beats.eq(req.data_beats),
-            requested.blocked.eq((ahead.slot == req.slot) | ahead.rtx
-                                 | (ahead.result & req.result)),
         ]
-        placed = Signal(entry_l)
-        with m.If(self.push.valid):
-            m.d.comb += placed.eq(requested)
+        # Must the request follow entry j? (same slot, a retransmission, or
+        # a RESULT behind a RESULT)
+        req_after = [(e.slot == req.slot) | e.rtx | (e.result & req.result) for e in q]
 
-        # Next cycle's hazards. Each entry then holds one of five addresses:
+        # Next cycle's hazards. An entry then holds one of 2N + 1 addresses:
         # an entry's as it is (not issued now) or one beat on (issued now),
         # or the request's. A candidate has a hazard next cycle if a combine
-        # beat to it is in the loop's first spacing - 2 stages now (`loop.hazard`),
-        # or issues now: never the issuing entry's own next address; the
-        # other entry's or the request's address when equal to the issuing one.
-        cands = [older.acc_addr, older.acc_addr + 1, younger.acc_addr, younger.acc_addr + 1,
-                 requested.acc_addr]
-        for k, c in enumerate(cands):
-            m.d.comb += loop.hazard_addr[k].eq(c)
-        combine_older = issue_older & ~older_rtx
-        same = older.acc_addr == younger.acc_addr
-        h_older = loop.hazard[0] | (issue_younger & same)
-        h_older1 = loop.hazard[1]
-        h_younger = loop.hazard[2] | (combine_older & same)
-        h_younger1 = loop.hazard[3]
-        h_req = (loop.hazard[4] | (combine_older & (older.acc_addr == requested.acc_addr))
-                 | (issue_younger & (younger.acc_addr == requested.acc_addr)))
-        h_adv = [Mux(issue_older, h_older1, h_older), Mux(issue_younger, h_younger1, h_younger)]
-        nxt_q = [Signal(entry_l, name="older_new"), Signal(entry_l, name="younger_new")]
-        nxt_h = [Signal(name="older_hazard_new"), Signal(name="younger_hazard_new")]
-        with m.If(keep_older):
-            m.d.comb += [nxt_h[0].eq(h_adv[0]), nxt_h[1].eq(Mux(keep_younger, h_adv[1], h_req)),
-                         nxt_q[0].eq(advanced[0]),
-                         nxt_q[1].eq(Mux(keep_younger, advanced[1], placed))]
-        with m.Elif(keep_younger):
-            m.d.comb += [nxt_h[0].eq(h_adv[1]), nxt_h[1].eq(h_req),
-                         nxt_q[0].eq(advanced[1]), nxt_q[1].eq(placed)]
-        with m.Else():
-            m.d.comb += [nxt_h[0].eq(h_req), nxt_h[1].eq(0), nxt_q[0].eq(placed)]
-        waiting = [e.valid & ~e.done for e in nxt_q]
-        m.d.sync += [older.eq(nxt_q[0]), younger.eq(nxt_q[1]),
-                     hazard[0].eq(nxt_h[0]), hazard[1].eq(nxt_h[1]),
-                     waits[0].eq(waiting[0] & ~nxt_q[0].rtx),
-                     waits[1].eq(waiting[1] & ~nxt_q[1].rtx & (~nxt_q[1].blocked | ~waiting[0])),
-                     rtx_waits.eq(waiting[0] & nxt_q[0].rtx)]
+        # beat to it is in the loop's first spacing - 2 stages now
+        # (`loop.hazard`), or issues now: never the issuing entry's own next
+        # address; another entry's or the request's address when equal to
+        # the issuing one.
+        for i in range(N):
+            m.d.comb += [loop.hazard_addr[2 * i].eq(q[i].acc_addr),
+                         loop.hazard_addr[2 * i + 1].eq(q[i].acc_addr + 1)]
+        m.d.comb += loop.hazard_addr[2 * N].eq(requested.acc_addr)
+        h_adv = []
+        for i in range(N):
+            others = [combine[j] & (q[j].acc_addr == q[i].acc_addr) for j in range(N) if j != i]
+            h_stay = loop.hazard[2 * i] | Cat(*others).any() if others else loop.hazard[2 * i]
+            h_adv.append(Mux(sel[i], loop.hazard[2 * i + 1], h_stay))
+        h_req = loop.hazard[2 * N] | Cat(*(combine[j] & (q[j].acc_addr == requested.acc_addr)
+                                           for j in range(N))).any()
 
-        m.d.comb += self.busy.eq(older.valid | younger.valid | loop.busy)
+        # The queue after this cycle: shifted down past a leaving entry, the
+        # request placed behind the held ones.
+        def src(values, x, empty):
+            """values[x], or values[x + 1] when the queue shifts at x."""
+            return Mux(shift[x], values[x + 1] if x + 1 < N else empty, values[x])
+
+        moved = [src([e.valid for e in q], x, 0) for x in range(N)]
+        placed = [Signal(name=f"entry{x}_placed") for x in range(N)]
+        for x in range(N):
+            m.d.comb += placed[x].eq(self.push.valid & ~moved[x] & (moved[x - 1] if x else 1))
+        nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
+        nxt_after = {}
+        for x in range(N):
+            with m.If(placed[x]):
+                m.d.comb += nxt_q[x].eq(requested)
+            with m.Else():
+                if x + 1 < N:
+                    m.d.comb += [
+                        nxt_q[x].eq(Mux(shift[x], advanced[x + 1], advanced[x])),
+                        # beats handed down by the entry just younger, leaving now
+                        nxt_q[x].carry.eq(
+                            Mux(shift[x], q[x + 1].carry, q[x].carry)
+                            + Mux(leaving[x + 1], q[x + 1].data_beats + q[x + 1].carry, 0)),
+                    ]
+                else:
+                    m.d.comb += nxt_q[x].eq(Mux(shift[x], 0, advanced[x]))
+            for j in range(x):
+                a = Signal(name=f"entry{x}_after{j}_new")
+                held = (Mux(shift[j], after[x + 1, j + 1], after[x + 1, j])
+                        if x + 1 < N else Const(0))
+                m.d.comb += a.eq(Mux(placed[x], Mux(shift[j], req_after[j + 1], req_after[j]),
+                                     Mux(shift[x], held, after[x, j])))
+                nxt_after[x, j] = a
+        for x in range(N):
+            new_h = Mux(placed[x], h_req, src(h_adv, x, 0))
+            m.d.sync += [q[x].eq(nxt_q[x]), hazard[x].eq(new_h),
+                         waits[x].eq(nxt_q[x].valid & ~nxt_q[x].rtx)]
+            for j in range(x):
+                m.d.sync += after[x, j].eq(nxt_after[x, j])
+        m.d.sync += rtx_waits.eq(nxt_q[0].valid & nxt_q[0].rtx)
+
+        m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | loop.busy)
         return m

@@ -17,7 +17,7 @@ from netagg.hdl.slot_layouts import acc_word, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
 
-__all__ = ["ACC_RAM_FORMS", "HAZARD_CANDIDATES", "LaneLoop", "loop_beat"]
+__all__ = ["ACC_RAM_FORMS", "LaneLoop", "loop_beat"]
 
 
 def acc_addr_bits(params: Params) -> int:
@@ -77,11 +77,6 @@ def _stage(params: Params) -> data.StructLayout:
     })
 
 
-HAZARD_CANDIDATES = 5
-"""Addresses :class:`LaneLoop` checks for hazards at once: the issue queue's
-two entries' addresses as they are and advanced by one beat, and a request
-being pushed (:class:`~netagg.hdl.issue_queue.IssueQueue`)."""
-
 ACC_RAM_FORMS = ("memory", "ecp5", "compact")
 """Build forms of the accumulator loop (:class:`LaneLoop` ``acc_ram``)."""
 
@@ -102,6 +97,8 @@ class LaneLoop(CheckedComponent):
         fewest cells, for small FPGAs at low clocks: a ``Memory`` whose read
         port is transparent to the write-back (read latency 1), no output
         register and no forwarding.
+    hazard_ports : int
+        How many addresses ``hazard`` checks at once (default 1).
 
     Ports
     -----
@@ -117,8 +114,8 @@ class LaneLoop(CheckedComponent):
     data : In(payload_beat)
         The payload beat of the beat issued two cycles before (as the
         issue queue's registered payload-buffer read delivers it).
-    hazard_addr : In(array of :data:`HAZARD_CANDIDATES` addresses)
-    hazard : Out(:data:`HAZARD_CANDIDATES`)
+    hazard_addr : In(array of ``hazard_ports`` addresses)
+    hazard : Out(``hazard_ports``)
         Combinational, from registers only: a combine beat to that address
         was issued less than :attr:`spacing` - 1 cycles ago, so that it will
         still be less than :attr:`spacing` cycles old in the next cycle (the
@@ -138,7 +135,10 @@ class LaneLoop(CheckedComponent):
     """
 
     @staticmethod
-    def check(params: Params, *, fp_stages=None, acc_ram: str = "memory") -> None:
+    def check(params: Params, *, fp_stages=None, acc_ram: str = "memory",
+              hazard_ports: int = 1) -> None:
+        if not isinstance(hazard_ports, int) or hazard_ports < 1:
+            raise ValueError(f"hazard_ports must be a positive int, not {hazard_ports!r}")
         Lane.check(dtypes=params.dtypes, ops=params.ops,
                    bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         if acc_ram not in ACC_RAM_FORMS:
@@ -148,8 +148,10 @@ class LaneLoop(CheckedComponent):
             raise ValueError(f"acc_ram 'ecp5' holds at most {DP16KD_DEPTH} accumulator beats, "
                              f"not 2 x S x K/L = {depth}")
 
-    def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory"):
+    def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory",
+                 hazard_ports: int = 1):
         self._params = params
+        self._hazard_ports = hazard_ports
         self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
                                bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         self._lane_latency = Lane.latency_of(fp_stages)
@@ -157,8 +159,8 @@ class LaneLoop(CheckedComponent):
         super().__init__({
             "issue": In(stream.Signature(loop_beat(params), always_ready=True)),
             "data": In(payload_beat(params)),
-            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), HAZARD_CANDIDATES)),
-            "hazard": Out(HAZARD_CANDIDATES),
+            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), hazard_ports)),
+            "hazard": Out(hazard_ports),
             "lanes_busy": Out(1),
             "res_beat": Out(stream.Signature(result_beat(params), always_ready=True)),
             "busy": Out(1),
@@ -254,7 +256,7 @@ class LaneLoop(CheckedComponent):
         stages = front + in_lanes
         out = in_lanes[D - 1]
         m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
-        for k in range(HAZARD_CANDIDATES):
+        for k in range(self._hazard_ports):
             for s in stages[:self.spacing - 2]:
                 with m.If(s.valid & ~s.rtx & (s.addr == self.hazard_addr[k])):
                     m.d.comb += self.hazard[k].eq(1)
