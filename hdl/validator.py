@@ -41,7 +41,8 @@ class Validator(wiring.Component):
 
     The job table is sampled as a message's first beat enters (the checks
     are registered with the beat). Throughput: one beat
-    per cycle while ``desc`` and ``data`` accept. A beat accepted on ``i``
+    per cycle while ``data`` accepts (also for beats that write no payload)
+    and, on a last beat, ``desc`` accepts. A beat accepted on ``i``
     is checked the next cycle at the earliest; up to two wait for ``desc``
     and ``data`` (``i.ready`` is registered: low while two wait).
     ``compact=True`` (the fewest cells, for slow clocks): one registered
@@ -195,15 +196,17 @@ class Validator(wiring.Component):
         with m.Else():
             m.d.comb += final_verdict.eq(cur_verdict)
 
-        # A beat moves when everything it needs to push can be pushed.
+        # A beat moves when ``data`` accepts and, for a last beat, ``desc``
+        # does: whether it writes a payload beat does not matter, so the
+        # move (the enable of the wide registers) comes from flip-flops and
+        # one multiplexer (both readies are registered).
         need_data = write_beat
         need_desc = beat.last
-        m.d.comb += can.eq(beat_valid & (~need_data | self.data.ready)
-                           & (~need_desc | self.desc.ready))
+        m.d.comb += can.eq(beat_valid & self.data.ready & (~need_desc | self.desc.ready))
         m.d.comb += [
             self.data.payload.eq(beat.data),
             self.data.valid.eq(beat_valid & need_data & (~need_desc | self.desc.ready)),
-            self.desc.valid.eq(beat_valid & need_desc & (~need_data | self.data.ready)),
+            self.desc.valid.eq(beat_valid & need_desc & self.data.ready),
             self.desc.payload.verdict.eq(final_verdict),
             self.desc.payload.meta.eq(Mux(first, cout.meta, held.meta)),
             self.desc.payload.tag.eq(Mux(first, beat.tag, held.tag)),
