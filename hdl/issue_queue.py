@@ -39,6 +39,8 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "beat": unsigned(bbits),            # next beat to issue
         "last_beat": unsigned(bbits),       # beats - 1
         "left": unsigned(layouts.bits_for(params.elements + 1)),  # elements from `beat` on
+        "mask": unsigned(params.lanes),     # lanes of `beat` (lane i: left > i)
+        "on_last": unsigned(1),             # beat == last_beat
         "acc_addr": unsigned(acc_addr_bits(params)),
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_beats": unsigned(bbits),
@@ -200,16 +202,13 @@ class IssueQueue(CheckedComponent):
 
         issuing = Signal(entry_l)
         m.d.comb += issuing.eq(_one_hot_mux(sel, q, entry_l))
-        lane_mask = Signal(L)
-        for i in range(L):
-            m.d.comb += lane_mask[i].eq(issuing.left > i)
         beat = loop.issue.payload
         m.d.comb += [
             loop.issue.valid.eq(any_issue),
             beat.rtx.eq(rtx_go),
             beat.addr.eq(issuing.acc_addr),
-            beat.mask.eq(lane_mask),
-            beat.last.eq(issuing.beat == issuing.last_beat),
+            beat.mask.eq(issuing.mask),
+            beat.last.eq(issuing.on_last),
             beat.first.eq(issuing.first),
             beat.result.eq(issuing.result),
             beat.bf16.eq(issuing.dtype == layouts.DType.BF16),
@@ -226,8 +225,10 @@ class IssueQueue(CheckedComponent):
             with m.If(sel[i]):
                 m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_addr + 1),
                              nxt.data_addr.eq(cur.data_addr + 1),
-                             nxt.left.eq(Mux(cur.left > L, cur.left - L, 0))]
-                with m.If(cur.beat == cur.last_beat):
+                             nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
+                             nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
+                             nxt.on_last.eq(cur.beat + 1 == cur.last_beat)]
+                with m.If(cur.on_last):
                     m.d.comb += nxt.done.eq(1)
         # Entries leave the cycle after their last beat (at most one a
         # cycle: one beat issues a cycle): only registers decide.
@@ -259,6 +260,8 @@ class IssueQueue(CheckedComponent):
             requested.beat.eq(0),
             requested.last_beat.eq(req.beats - 1),
             requested.left.eq(req.count),
+            requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
+            requested.on_last.eq(req.beats == 1),
             requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
             requested.data_addr.eq(req.data_addr),
             requested.data_beats.eq(req.data_beats),
