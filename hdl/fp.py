@@ -344,8 +344,16 @@ class FPAdd(CheckedComponent):
             y1n = ~Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
             near_d = d[1:] == 0
             exm1 = v["exm1"]
-        t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
-        t_near = t_raw ^ _rep(flip, p + 1)
+        if self._raw_d:
+            # bf16: the operands exchanged when flipped (then d = 0, y1 =
+            # 2y), so that the subtraction gives |2x - y1| itself
+            mx = v["mx"]
+            y1 = ~y1n
+            t_raw = t_near = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
+                              - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
+        else:
+            t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
+            t_near = t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results)
         limit = Cat(*(ex == p + 1 - i for i in range(p + 1)))
@@ -373,10 +381,9 @@ class FPAdd(CheckedComponent):
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
             "s_far": (mx3 + y_far + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v["t_raw"] ^ _rep(v["flip"], p + 1) | v["limit"]
-                           if self._raw_d else v["u_near"]),
+            "sh": _lzc_pad(v["t_raw"] | v["limit"] if self._raw_d else v["u_near"]),
             # exact cancellation (near path; a flipped difference is > 0)
-            "zero": ~v["flip"] & (v["t_raw"] == 0),
+            "zero": (v["t_raw"] == 0) if self._raw_d else ~v["flip"] & (v["t_raw"] == 0),
         })
 
         # -- step 3: normalise both paths, select ---------------------------
@@ -399,7 +406,8 @@ class FPAdd(CheckedComponent):
             m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
         with m.Else():
             m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
-        n_shifted = ((v["t_raw"] ^ _rep(v["flip"], p + 1)) << v["sh"])[:p + 1]
+        t_near = v["t_raw"] if self._raw_d else v["t_raw"] ^ _rep(v["flip"], p + 1)
+        n_shifted = (t_near << v["sh"])[:p + 1]
         n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
         # overflow, far path only (the near path's result is below x): the
         # field em1 + hid + c (c: rounding carries out of the fraction) is
