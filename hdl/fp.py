@@ -219,8 +219,11 @@ class FPAdd(CheckedComponent):
     def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5):
         self._fmt = fmt
         self._stages = stages
-        # the raw exponent distance (and a doubled subnormal y) maps faster
-        # for narrow formats, the effective one for wide (docs/arithmetic.md)
+        # narrow formats (bf16) take the raw exponent distance, the near
+        # difference's magnitude from exchanged operands and the sticky and
+        # round-up decisions one step earlier or later; wide formats (fp32)
+        # the effective distance and the complemented near difference: each
+        # maps faster for its width (docs/arithmetic.md)
         self._raw_d = fmt.frac_bits <= 16
         super().__init__({
             "a": In(fmt.layout),
@@ -274,12 +277,11 @@ class FPAdd(CheckedComponent):
         my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
         flip = (a.exp == b.exp) & (b.frac > a.frac)
         if self._raw_d:
-            # bf16: d is the raw distance (a subtraction and the swap
-            # multiplexer); a subnormal y beside a normal x (one_sub) comes
-            # doubled instead (its hidden bit is 0), on the far path only.
-            # The near path's subtrahend (2y for an effective distance 0,
-            # y for 1) is formed here, inverted: the effective distance's
-            # LSB is ea[0] ^ eb[0] whatever the order. NaN dominates the
+            # bf16: d is the raw distance (the subtractions and the swap
+            # multiplexer only); a subnormal y beside a normal x (one_sub:
+            # the effective distance is d - 1) is doubled on the far path
+            # after the cut. d0, the effective distance's LSB, is ea[0] ^
+            # eb[0] whatever the order (no carry chain). NaN dominates the
             # infinity flags, so these test the exponent alone.
             cut0 = {
                 "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
@@ -330,11 +332,13 @@ class FPAdd(CheckedComponent):
         # (bf16: the sticky bit registered apart, ORed in after the cut)
         y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
         # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
-        # or 2x - 2y (d = 0); a flipped pair (d = 0, |y| > |x|) gets
-        # t = x + ~y = -(y - x) - 1, whose complement ~t = y - x > 0 is
-        # taken here (t ^ flip)
+        # or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0, |y| >
+        # |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
+        # complement ~t = y - x > 0 is taken here (t ^ flip; x1 = 2x has a
+        # zero LSB, which holds the carry-in ~flip). bf16: the operands
+        # exchanged when flipped (then d = 0, y1 = 2y), the difference is
+        # the magnitude itself.
         flip, my = v["flip"], v["my"]
-        # (x1 = 2x has a zero LSB, which holds the carry-in ~flip)
         if self._raw_d:
             y1n = ~Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
             # effective distance d - one_sub <= 1
@@ -345,8 +349,6 @@ class FPAdd(CheckedComponent):
             near_d = d[1:] == 0
             exm1 = v["exm1"]
         if self._raw_d:
-            # bf16: the operands exchanged when flipped (then d = 0, y1 =
-            # 2y), so that the subtraction gives |2x - y1| itself
             mx = v["mx"]
             y1 = ~y1n
             t_raw = t_near = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
@@ -355,7 +357,8 @@ class FPAdd(CheckedComponent):
             t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
             t_near = t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
-        # that the leading-zero count never exceeds ex-1 (subnormal results)
+        # that the leading-zero count never exceeds ex-1 (subnormal results;
+        # bf16: ORed in after the cut)
         limit = Cat(*(ex == p + 1 - i for i in range(p + 1)))
         keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign")
         v = pipe.cut(1, {
