@@ -161,6 +161,9 @@ def _rep(bit: Value, n: int) -> Value:
 #   4 rounding: one increment adds the hidden bit and the rounding bit to
 #     exponent and fraction at once;
 #   5 specials forced onto the rounded bits: the output.
+# (bf16 moves a few of these by one step: the round-up decision into 3, the
+# near path's complement-free difference, the shift-limit OR and the far
+# sticky OR after cut 1; FPAdd._raw_d, docs/arithmetic.md.)
 # A depth of n registers uses the cut set _ADD_CUTS[n].
 _ADD_CUTS = {
     0: set(),
@@ -198,7 +201,11 @@ class FPAdd(CheckedComponent):
     equal, is computed in parallel and applied after the first cut (the
     near difference is complemented), so that no wide compare drives the
     swap multiplexers. Overflow is predicted from the exponent and the far
-    sum's top bits before rounding.
+    sum's top bits before rounding. For bf16 (fractions of 16 bits or
+    fewer) the same function is retimed: raw exponent distance with the
+    subnormal y doubled before the alignment shift, the near operands
+    exchanged when flipped instead of the difference complemented
+    (docs/arithmetic.md).
 
     Timing: ``stages`` pipeline registers (0 to 6; 0 is combinational).
     Throughput one operation per cycle (initiation interval 1); the result of
