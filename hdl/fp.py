@@ -161,6 +161,9 @@ def _rep(bit: Value, n: int) -> Value:
 #   4 rounding: one increment adds the hidden bit and the rounding bit to
 #     exponent and fraction at once;
 #   5 specials forced onto the rounded bits: the output.
+# (bf16 moves a few of these by one step: the round-up decision into 3, the
+# near path's complement-free difference, the shift-limit OR and the far
+# sticky OR after cut 1; FPAdd._raw_d, docs/arithmetic.md.)
 # A depth of n registers uses the cut set _ADD_CUTS[n].
 _ADD_CUTS = {
     0: set(),
@@ -198,7 +201,11 @@ class FPAdd(CheckedComponent):
     equal, is computed in parallel and applied after the first cut (the
     near difference is complemented), so that no wide compare drives the
     swap multiplexers. Overflow is predicted from the exponent and the far
-    sum's top bits before rounding.
+    sum's top bits before rounding. For bf16 (fractions of 16 bits or
+    fewer) the same function is retimed: raw exponent distance with the
+    subnormal y doubled before the alignment shift, the near operands
+    exchanged when flipped instead of the difference complemented
+    (docs/arithmetic.md).
 
     Timing: ``stages`` pipeline registers (0 to 6; 0 is combinational).
     Throughput one operation per cycle (initiation interval 1); the result of
@@ -219,6 +226,12 @@ class FPAdd(CheckedComponent):
     def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5):
         self._fmt = fmt
         self._stages = stages
+        # narrow formats (bf16) take the raw exponent distance, the near
+        # difference's magnitude from exchanged operands and the sticky and
+        # round-up decisions one step earlier or later; wide formats (fp32)
+        # the effective distance and the complemented near difference: each
+        # maps faster for its width (docs/arithmetic.md)
+        self._raw_d = fmt.frac_bits <= 16
         super().__init__({
             "a": In(fmt.layout),
             "b": In(fmt.layout),
@@ -266,29 +279,45 @@ class FPAdd(CheckedComponent):
         swap = (a.exp - b.exp)[E]                       # raw borrow: b.exp > a.exp
         # d = ex - ey >= 0 (effective exponents); a is y only when
         # b.exp > a.exp (so b is normal)
-        am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
-        bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
-        if F > 16:
+        a_emax, b_emax = a.exp == fmt.exp_max, b.exp == fmt.exp_max
+        mx = Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub))
+        my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
+        flip = (a.exp == b.exp) & (b.frac > a.frac)
+        if self._raw_d:
+            # bf16: d is the raw distance (the subtractions and the swap
+            # multiplexer only); a subnormal y beside a normal x (one_sub:
+            # the effective distance is d - 1) is doubled on the far path
+            # after the cut. d0, the effective distance's LSB, is ea[0] ^
+            # eb[0] whatever the order (no carry chain). NaN dominates the
+            # infinity flags, so these test the exponent alone.
+            cut0 = {
+                "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
+                "ex": Mux(swap, eb, ea),
+                "d": Mux(swap, (b.exp - a.exp)[:E], (a.exp - b.exp)[:E]),
+                "flip": flip, "sub": eff_sub,
+                "sign": Mux(swap, b.sign, a.sign),
+                "nan": a_nan | b_nan | (a_emax & b_emax & eff_sub),
+                "inf": a_emax | b_emax,
+                "inf_sign": Mux(a_emax, a.sign, b.sign),
+            }
+        else:
             # (the two forms are equivalent; each is the one that maps
             # smaller and faster for its width, docs/arithmetic.md)
+            am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
+            bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
             d_ab = Mux(b_sub, am1, (a.exp - b.exp)[:E])
             d_ba = Mux(a_sub, bm1, (b.exp - a.exp)[:E])
-        else:
-            d_ab = Mux(b_sub & ~a_sub, (a.exp - 1)[:E], (a.exp - b.exp)[:E])
-            d_ba = Mux(a_sub, (b.exp - 1)[:E], (b.exp - a.exp)[:E])
-        d = Mux(swap, d_ba, d_ab)
-        flip = (a.exp == b.exp) & (b.frac > a.frac)
-        v = pipe.cut(0, {
-            "mx": Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub)),
-            "my": Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub)),
-            "ex": Mux(swap, eb, ea), "d": d,
-            "exm1": Mux(swap, bm1, am1),
-            "flip": flip, "sub": eff_sub,
-            "sign": Mux(swap, b.sign, a.sign),
-            "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
-            "inf": a_inf | b_inf,
-            "inf_sign": Mux(a_inf, a.sign, b.sign),
-        })
+            cut0 = {
+                "mx": mx, "my": my,
+                "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),
+                "exm1": Mux(swap, bm1, am1),
+                "flip": flip, "sub": eff_sub,
+                "sign": Mux(swap, b.sign, a.sign),
+                "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
+                "inf": a_inf | b_inf,
+                "inf_sign": Mux(a_inf, a.sign, b.sign),
+            }
+        v = pipe.cut(0, cut0)
 
         # -- step 1: far alignment and sticky; near subtraction ------------
         # alignment shift saturated: a shift >= p+3 moves all of y into the
@@ -297,33 +326,57 @@ class FPAdd(CheckedComponent):
         dw = (p + 3).bit_length()
         dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
         my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
+        if self._raw_d:
+            # a subnormal y beside a normal x: d = ex - ey + 1, y doubled
+            # (its top bit is 0), the same shifted value and sticky bit
+            my3 = Mux(v["one_sub"], Cat(Const(0, 4), v["my"][:p - 1]), my3)
         my_al = Mux(ovr, 0, (my3 >> dl)[:p + 3])
         below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
         sticky = (my3 & below) != 0
         # far subtrahend, sticky bit ORed into its last bit (which lies
         # below the guard and round bits), complemented here (p+4 bits): the
         # addition after the cut adds it as it comes, with carry-in ``sub``
-        y_far = Cat(my_al | sticky, Const(0, 1))
+        # (bf16: the sticky bit registered apart, ORed in after the cut)
+        y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
         # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
-        # or 2x - 2y (d = 0); a flipped pair (d = 0, |y| > |x|) gets
-        # t = x + ~y = -(y - x) - 1, whose complement ~t = y - x > 0 is
-        # taken here (t ^ flip)
+        # or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0, |y| >
+        # |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
+        # complement ~t = y - x > 0 is taken here (t ^ flip; x1 = 2x has a
+        # zero LSB, which holds the carry-in ~flip). bf16: the operands
+        # exchanged when flipped (then d = 0, y1 = 2y), the difference is
+        # the magnitude itself.
         flip, my = v["flip"], v["my"]
-        # (x1 = 2x has a zero LSB, which holds the carry-in ~flip)
-        y1 = Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
-        t_raw = (Cat(~flip, v["mx"]) + ~y1)[:p + 1]
-        t_near = t_raw ^ _rep(flip, p + 1)
+        if self._raw_d:
+            y1n = ~Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+            # effective distance d - one_sub <= 1
+            near_d = Mux(v["one_sub"], (d[2:] == 0) & ~(d[1] & d[0]), d[1:] == 0)
+            exm1 = (ex - 1)[:E]                  # ex >= 1 (effective exponent)
+        else:
+            y1n = ~Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+            near_d = d[1:] == 0
+            exm1 = v["exm1"]
+        if self._raw_d:
+            mx = v["mx"]
+            y1 = ~y1n
+            t_raw = t_near = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
+                              - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
+        else:
+            t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
+            t_near = t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
-        # that the leading-zero count never exceeds ex-1 (subnormal results)
+        # that the leading-zero count never exceeds ex-1 (subnormal results;
+        # bf16: ORed in after the cut)
         limit = Cat(*(ex == p + 1 - i for i in range(p + 1)))
         keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign")
         v = pipe.cut(1, {
             **{k: v[k] for k in keep},
             "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
-            "near": sub & (d[1:] == 0),
+            "near": sub & near_d,
             "y_far": y_far ^ _rep(sub, p + 4),
-            "t_raw": t_raw, "flip": flip, "u_near": t_near | limit,
-            "exm1": v["exm1"],
+            "t_raw": t_raw, "flip": flip,
+            **({"limit": limit} if self._raw_d else {"u_near": t_near | limit}),
+            **({"sticky": sticky} if self._raw_d else {}),
+            "exm1": exm1,
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
 
@@ -331,12 +384,16 @@ class FPAdd(CheckedComponent):
         mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
         keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
                 "nan", "inf", "inf_sign", "t_raw", "flip")
+        y_far = v["y_far"]
+        if self._raw_d:
+            y0, st = y_far[0], v["sticky"]
+            y_far = Cat(Mux(v["sub"], y0 & ~st, y0 | st), y_far[1:])
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
-            "s_far": (mx3 + v["y_far"] + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v["u_near"]),
+            "s_far": (mx3 + y_far + v["sub"])[:p + 4],
+            "sh": _lzc_pad(v["t_raw"] | v["limit"] if self._raw_d else v["u_near"]),
             # exact cancellation (near path; a flipped difference is > 0)
-            "zero": ~v["flip"] & (v["t_raw"] == 0),
+            "zero": (v["t_raw"] == 0) if self._raw_d else ~v["flip"] & (v["t_raw"] == 0),
         })
 
         # -- step 3: normalise both paths, select ---------------------------
@@ -359,7 +416,8 @@ class FPAdd(CheckedComponent):
             m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
         with m.Else():
             m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
-        n_shifted = ((v["t_raw"] ^ _rep(v["flip"], p + 1)) << v["sh"])[:p + 1]
+        t_near = v["t_raw"] if self._raw_d else v["t_raw"] ^ _rep(v["flip"], p + 1)
+        n_shifted = (t_near << v["sh"])[:p + 1]
         n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
         # overflow, far path only (the near path's result is below x): the
         # field em1 + hid + c (c: rounding carries out of the fraction) is
@@ -369,15 +427,21 @@ class FPAdd(CheckedComponent):
         special = v["nan"] | v["inf"]
         ovf_now = ~near & carry & v["e_top"]
         ovf_c = ~near & ((carry & v["e_top1"]) | (~carry & top & v["e_top"]))
+        mant = Mux(near, n_shifted[1:], f_mant)
+        guard = Mux(near, n_shifted[0], f_guard)
+        force = special | ovf_now
+        if self._raw_d:
+            # bf16: the round-up bit decided here, registered
+            rnd = {"inc": ~force & guard & ((~near & f_sticky) | mant[0])}
+        else:
+            rnd = {"guard": guard, "sticky": ~near & f_sticky}
         v = pipe.cut(3, {
-            "mant": Mux(near, n_shifted[1:], f_mant),
-            "guard": Mux(near, n_shifted[0], f_guard),
-            "sticky": ~near & f_sticky,
+            "mant": mant, **rnd,
             "em1": Mux(near, n_em1, v["exm1"]),
             "hid": Mux(near, n_shifted[p], Cat(top & ~carry, carry)),
             "sign": Mux(v["nan"], 0, Mux(v["inf"], v["inf_sign"],
                                          v["sign"] & ~(near & v["zero"]))),
-            "force": special | ovf_now, "nan": v["nan"],
+            "force": force, "nan": v["nan"],
             "ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c,
         })
 
@@ -386,13 +450,18 @@ class FPAdd(CheckedComponent):
         # rounding adder's operand (all-ones exponent, NaN or zero
         # fraction, nothing added), so that the adder's sum is the output.
         mant, force = v["mant"], v["force"]
-        inc = ~force & v["guard"] & (v["sticky"] | mant[0])
+        inc = v["inc"] if self._raw_d else ~force & v["guard"] & (v["sticky"] | mant[0])
         nan_frac = fmt.qnan & ((1 << F) - 1)
         frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
         packed = (Cat(frac, v["em1"] | _rep(force, E))
                   + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
         v = pipe.cut(4, {
-            "r": Cat(packed, v["sign"]), "ovf": v["ovf_now"] | (v["ovf_c"] & packed[F]),
+            # (bf16: the rounding carry out of the fraction from the
+            # registered round-up bit and an all-ones detect, beside the
+            # adder; fp32: the rounded exponent's LSB)
+            "r": Cat(packed, v["sign"]),
+            "ovf": v["ovf_now"] | (v["ovf_c"] & (inc & (mant[:F] == (1 << F) - 1)
+                                                if self._raw_d else packed[F])),
             "nan": v["nan"],
         })
 

@@ -113,6 +113,24 @@ def test_add_random(fmt, stages):
     check_add(fmt, a, b, run_adder(dut, a, b, holds=0.3 if stages else 0.0, seed=stages))
 
 
+@pytest.mark.parametrize("fmt", [FP32, BF16], ids=["fp32", "bf16"])
+def test_add_subnormal_beside_normal(fmt):
+    """A subnormal (or zero) operand beside a normal one of every small
+    exponent: every alignment distance up to past saturation, both orders,
+    both signs (the subnormal's alignment is one less than the raw exponent
+    difference)."""
+    rng = np.random.default_rng(7)
+    F, w, n = fmt.frac_bits, fmt.width, 2000
+    sign = rng.integers(0, 2, (2, n)).astype(np.uint64) << np.uint64(w - 1)
+    frac = rng.integers(0, 1 << F, (2, n), dtype=np.uint64)
+    e_norm = rng.integers(1, fmt.precision + 6, n).astype(np.uint64)
+    x = sign[0] | (e_norm << np.uint64(F)) | frac[0]
+    y = sign[1] | frac[1]                                 # exponent 0
+    swap = rng.random(n) < 0.5
+    a, b = np.where(swap, y, x).astype(U32), np.where(swap, x, y).astype(U32)
+    check_add(fmt, a, b, run_adder(FPAdd(fmt, stages=5), a, b, holds=0.2))
+
+
 def test_rand_pairs_cover_hard_cases():
     """The generator reaches the near path, subnormal results and overflow."""
     a, b = rand_pairs(np.random.default_rng(0), 4000, FP32)
