@@ -70,22 +70,28 @@ class SlotTable(CheckedComponent):
     lane latency + 2). ``acc_ram``: the accumulator loop's build form
     (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    The decision pipeline, three registered stages, one message each, in
-    arrival order (a stage takes the next message when it is empty or its
-    message moves on): A, the descriptor taken from ``desc`` (its slot word
-    being read); B, the slot word registered and the decision
-    (:class:`Decision`) computed from it; C, the decision's terms
-    registered. The message in C is decided as soon as the issue queue has
-    room (a combine: an entry free; anything else: the queue empty), the
-    back-end has credit for its RESULT and ``res_desc`` is ready: three
-    cycles after it is taken at the earliest. At the decision the verdict
-    is registered, the slot word is written (ACCEPT), the RESULT descriptor
-    is offered and the message is pushed to the issue queue (a combine or a
-    retransmission) or its payload released (anything else). Slot words
-    are forwarded, so that back-to-back messages of one slot see each
-    other: B decides on C's new word when C holds an ACCEPT of the same
-    slot, and a word written at the decision replaces the copies of that
-    slot read in A and being taken into A. A message dropped by the
+    The decision pipeline, in arrival order: A, the descriptor taken from
+    ``desc`` (its slot word being read); B, the slot word registered and the
+    decision (:class:`Decision`) computed from it; C, two entries holding
+    decided messages' terms (a FIFO). A message moves from B into C when C
+    has an entry free at the start of the cycle (a register), from A into B
+    when B is empty or moves; ``desc.ready`` is high while A, B or an entry
+    of C is free (a function of flip-flops only: no ready or stall signal
+    crosses more than one stage). The oldest message in C is decided as soon as the
+    issue queue has room (a combine: an entry free; anything else: the
+    queue empty), the back-end has credit for its RESULT and ``res_desc``
+    is ready: three cycles after it is taken at the earliest, one decision
+    per cycle. At the decision the verdict is registered, the slot word is
+    written (ACCEPT), the RESULT descriptor is offered and the message is
+    pushed to the issue queue (a combine or a retransmission) or its
+    payload released (anything else). A decision's outputs are final once
+    computed in B; only the decision waits. Slot words are forwarded, so
+    that every message sees the word left by every earlier message of its
+    slot, decided or still in C: a message taken tracks C's entries not yet
+    written and the one B pushes as it is taken (none is overwritten while
+    it is in A), and moving into B takes the youngest tracked ACCEPT of its
+    slot instead of the word it read; the word B pushes as it moves into B
+    is forwarded in B (the select registered). A message dropped by the
     validator passes through the same stages (its slot word unused). With
     ``acc_ram="compact"`` (fewest cells, for slow clocks) there is one stage:
     B, decided from the slot RAM's read register through the combinational
