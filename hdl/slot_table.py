@@ -70,22 +70,28 @@ class SlotTable(CheckedComponent):
     lane latency + 2). ``acc_ram``: the accumulator loop's build form
     (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    The decision pipeline, three registered stages, one message each, in
-    arrival order (a stage takes the next message when it is empty or its
-    message moves on): A, the descriptor taken from ``desc`` (its slot word
-    being read); B, the slot word registered and the decision
-    (:class:`Decision`) computed from it; C, the decision's terms
-    registered. The message in C is decided as soon as the issue queue has
-    room (a combine: an entry free; anything else: the queue empty), the
-    back-end has credit for its RESULT and ``res_desc`` is ready: three
-    cycles after it is taken at the earliest. At the decision the verdict
-    is registered, the slot word is written (ACCEPT), the RESULT descriptor
-    is offered and the message is pushed to the issue queue (a combine or a
-    retransmission) or its payload released (anything else). Slot words
-    are forwarded, so that back-to-back messages of one slot see each
-    other: B decides on C's new word when C holds an ACCEPT of the same
-    slot, and a word written at the decision replaces the copies of that
-    slot read in A and being taken into A. A message dropped by the
+    The decision pipeline, in arrival order: A, the descriptor taken from
+    ``desc`` (its slot word being read); B, the slot word registered and the
+    decision (:class:`Decision`) computed from it; C, two entries holding
+    decided messages' terms (a FIFO). A message moves from B into C when C
+    has an entry free at the start of the cycle (a register), from A into B
+    when B is empty or moves; ``desc.ready`` is high while A, B or an entry
+    of C is free (a function of flip-flops only: no ready or stall signal
+    crosses more than one stage). The oldest message in C is decided as soon as the
+    issue queue has room (a combine: an entry free; anything else: the
+    queue empty), the back-end has credit for its RESULT and ``res_desc``
+    is ready: three cycles after it is taken at the earliest, one decision
+    per cycle. At the decision the verdict is registered, the slot word is
+    written (ACCEPT), the RESULT descriptor is offered and the message is
+    pushed to the issue queue (a combine or a retransmission) or its
+    payload released (anything else). A decision's outputs are final once
+    computed in B; only the decision waits. Slot words are forwarded, so
+    that every message sees the word left by every earlier message of its
+    slot, decided or still in C: a message taken tracks C's entries not yet
+    written and the one B pushes as it is taken (none is overwritten while
+    it is in A), and moving into B takes the youngest tracked ACCEPT of its
+    slot instead of the word it read; the word B pushes as it moves into B
+    is forwarded in B (the select registered). A message dropped by the
     validator passes through the same stages (its slot word unused). With
     ``acc_ram="compact"`` (fewest cells, for slow clocks) there is one stage:
     B, decided from the slot RAM's read register through the combinational
@@ -187,21 +193,32 @@ class SlotTable(CheckedComponent):
             "round": decision.round.shape(),
             "beats": unsigned(beat_count_bits(p)),
         })
-        a_valid, b_valid, c_valid = Signal(), Signal(), Signal()
-        a_desc, b_desc, c_desc = (Signal(desc_l, name=f"{n}_desc") for n in "abc")
-        terms = Signal(terms_l)         # C's decision
-        decide = Signal()
         compact = self._acc_ram == "compact"
-        c_free = ~c_valid | decide
-        b_moves = b_valid & c_free
-        b_free = ~b_valid | (decide if compact else b_moves)
-        # The word written by this cycle's decision (an ACCEPT in C).
-        writing = decide & (terms.verdict == V.ACCEPT)
-        written_slot = c_desc.slot_abs
         incoming = self.desc.payload
         take = Signal()
-        m.d.comb += self.desc.ready.eq(take)
+        decided = [
+            ("verdict", decision.verdict),
+            ("mode", decision.mode),
+            ("needs_result", decision.needs_result),
+            ("result_beats", Mux(decision.needs_result, decision.beats, 0)),
+            ("result_n", decision.result_n),
+            ("completes", decision.completes),
+            ("new_state", decision.new_state),
+            ("first", decision.first),
+            ("round", decision.round),
+            ("beats", decision.beats),
+        ]
+        terms = Signal(terms_l)         # the deciding message's terms
+        decide = Signal()
+        a_valid, b_valid = Signal(), Signal()
+        a_desc, b_desc = (Signal(desc_l, name=f"{n}_desc") for n in "ab")
+        m.d.comb += decision.desc.eq(b_desc)
         if compact:
+            c_valid, c_desc = Signal(), Signal(desc_l, name="c_desc")
+            c_free = ~c_valid | decide
+            b_moves = b_valid & c_free
+            b_free = ~b_valid | decide
+            m.d.comb += self.desc.ready.eq(take)
             # Fewest cells: no stage A, and C is B: decided from the RAM's
             # read register, no forwarding; a message is not taken while one
             # of its slot is in B.
@@ -213,82 +230,111 @@ class SlotTable(CheckedComponent):
                 m.d.sync += [b_valid.eq(1), b_desc.eq(incoming)]
             with m.Elif(b_moves):
                 m.d.sync += b_valid.eq(0)
-            b_state = state_read
+            m.d.comb += decision.state.eq(state_read)
+            # C is B itself: decided from B's terms as they are computed.
+            m.d.comb += [c_valid.eq(b_valid), c_desc.eq(b_desc)]
+            m.d.comb += [getattr(terms, name).eq(value) for name, value in decided]
+            head = c_desc
+            head_valid = c_valid
+            pipeline_busy = b_valid
         else:
-            a_fwd_valid = Signal()          # A's slot word was written since its read
-            a_fwd = Signal(state_l)
-            b_state = Signal(state_l)
-            a_moves = a_valid & b_free
-            m.d.comb += take.eq(self.desc.valid & ~clearing & (~a_valid | a_moves))
+            # C: two entries in arrival order (``rptr`` the older), pushed
+            # by B and popped by the decision. B moves when C has an entry
+            # free at the start of the cycle (``c_room``, a register), A
+            # when B is empty or moves: every enable of A, B and C, and
+            # ``desc.ready``, is a function of flip-flops; the decision
+            # drives only C's pointers and valid bits (and what it acts on).
+            e_valid = [Signal(name=f"c{k}_valid") for k in range(2)]
+            e_acc = [Signal(name=f"c{k}_accept") for k in range(2)]
+            e_desc = [Signal(desc_l, name=f"c{k}_desc") for k in range(2)]
+            e_terms = [Signal(terms_l, name=f"c{k}_terms") for k in range(2)]
+            rptr, wptr = Signal(name="c_rptr"), Signal(name="c_wptr")
+            c_room = Signal(init=1)
+            b_moves = b_valid & c_room
+            a_moves = a_valid & (~b_valid | c_room)
+            ready = Signal()
+            m.d.comb += [ready.eq(~clearing & (~a_valid | ~b_valid | c_room)),
+                         self.desc.ready.eq(ready),
+                         take.eq(self.desc.valid & ready)]
+            head_valid = Mux(rptr, e_valid[1], e_valid[0])
+            head = Signal(desc_l, name="c_head_desc")
+            m.d.comb += [head.eq(Mux(rptr, e_desc[1], e_desc[0])),
+                         terms.eq(Mux(rptr, e_terms[1], e_terms[0]))]
+            accept_b = decision.verdict == V.ACCEPT
+            for k in range(2):
+                push_k = b_moves & (wptr == k)
+                with m.If(push_k):
+                    m.d.sync += [e_valid[k].eq(1), e_acc[k].eq(accept_b),
+                                 e_desc[k].eq(b_desc)]
+                    m.d.sync += [getattr(e_terms[k], name).eq(value)
+                                 for name, value in decided]
+                with m.Elif(decide & (rptr == k)):
+                    m.d.sync += e_valid[k].eq(0)
+            with m.If(b_moves):
+                m.d.sync += wptr.eq(~wptr)
+            with m.If(decide):
+                m.d.sync += rptr.eq(~rptr)
+            pend_next = [Mux(b_moves & (wptr == k), 1, e_valid[k] & ~(decide & (rptr == k)))
+                         for k in range(2)]
+            m.d.sync += c_room.eq(~(pend_next[0] & pend_next[1]))
+
+            # Slot words. A message taken while C's entries hold words not
+            # yet written, or while B pushes one, tracks those entries
+            # (``a_track``): until it moves into B no entry is overwritten
+            # (A waits only while B waits, and B alone pushes), so the
+            # youngest tracked ACCEPT of its slot (the last pushed first)
+            # replaces the word it read. The entry B pushes as the message
+            # moves into B is forwarded in B (``c_writes_b``, registered):
+            # it keeps its word while B waits.
+            a_track = [Signal(name=f"a_track{k}") for k in range(2)]
             state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
                                          name="state_read")
             with m.If(take):
-                m.d.sync += [a_valid.eq(1), a_desc.eq(incoming),
-                             a_fwd_valid.eq(writing & (written_slot == incoming.slot_abs)),
-                             a_fwd.eq(terms.new_state)]
+                m.d.sync += [a_valid.eq(1), a_desc.eq(incoming)]
+                m.d.sync += [a_track[k].eq(e_valid[k] | (b_moves & (wptr == k)))
+                             for k in range(2)]
             with m.Elif(a_moves):
                 m.d.sync += a_valid.eq(0)
-            a_state = Mux(a_fwd_valid, a_fwd, state_read)
+            hit = [a_track[k] & e_acc[k] & (e_desc[k].slot_abs == a_desc.slot_abs)
+                   for k in range(2)]
+            last = ~wptr                    # the entry pushed last
+            hit_last = Mux(last, hit[1], hit[0])
+            hit_older = Mux(last, hit[0], hit[1])
+            b_state = Signal(state_l)
             with m.If(a_moves):
                 m.d.sync += [b_valid.eq(1), b_desc.eq(a_desc),
-                             b_state.eq(Mux(writing & (written_slot == a_desc.slot_abs),
-                                            terms.new_state, a_state))]
+                             b_state.eq(Mux(hit_last,
+                                            Mux(last, e_terms[1].new_state,
+                                                e_terms[0].new_state),
+                                            Mux(hit_older,
+                                                Mux(last, e_terms[0].new_state,
+                                                    e_terms[1].new_state),
+                                                state_read)))]
             with m.Elif(b_moves):
                 m.d.sync += b_valid.eq(0)
-        m.d.comb += decision.desc.eq(b_desc)
-        if compact:
-            m.d.comb += decision.state.eq(b_state)
-        else:
-            # C holds an ACCEPT of B's slot: B decides on C's new word. The
-            # select is registered, computed from the stages one cycle
-            # earlier (what C and B will hold), one copy per slot copy
-            # (kept: its fanout is the word's width).
-            accept_b = decision.verdict == V.ACCEPT
-            accept_c = c_valid & (terms.verdict == V.ACCEPT)
-            next_a_in_b = a_moves & (~b_valid | b_moves)
-            eq = {(x, y): u.slot_abs == v.slot_abs
-                  for (x, u), (y, v) in [(("b", b_desc), ("a", a_desc)),
-                                         (("c", c_desc), ("a", a_desc)),
-                                         (("c", c_desc), ("b", b_desc))]}
-            c_writes_b_next = Signal()
-            with m.If(b_moves):           # C takes B's decision, B takes A or empties
-                m.d.comb += c_writes_b_next.eq(accept_b & next_a_in_b & eq["b", "a"])
-            with m.Elif(~decide):         # C stays; B stays or takes A
-                m.d.comb += c_writes_b_next.eq(
-                    accept_c & Mux(b_valid, eq["c", "b"], next_a_in_b & eq["c", "a"]))
+            # The word B pushes, kept while B waits, for the message behind it.
+            c_last = Signal(state_l, name="c_last_state")
+            with m.If(b_moves):
+                m.d.sync += c_last.eq(decision.new_state)
+            # (B moves or is empty: it next holds A's message, if any.)
+            c_writes_b_next = b_valid & a_valid & accept_b & (b_desc.slot_abs == a_desc.slot_abs)
             forwarded = Signal(state_l)
             for v in range(2):
                 c_writes_b = Signal(name=f"c_writes_b{v}", attrs=KEEP)
-                m.d.sync += c_writes_b.eq(c_writes_b_next)
-                m.d.comb += forwarded[v].eq(Mux(c_writes_b, terms.new_state[v], b_state[v]))
+                with m.If(~b_valid | c_room):
+                    m.d.sync += c_writes_b.eq(c_writes_b_next)
+                m.d.comb += forwarded[v].eq(Mux(c_writes_b, c_last[v], b_state[v]))
             m.d.comb += decision.state.eq(forwarded)
-        decided = [
-            terms.verdict.eq(decision.verdict),
-            terms.mode.eq(decision.mode),
-            terms.needs_result.eq(decision.needs_result),
-            terms.result_beats.eq(Mux(decision.needs_result, decision.beats, 0)),
-            terms.result_n.eq(decision.result_n),
-            terms.completes.eq(decision.completes),
-            terms.new_state.eq(decision.new_state),
-            terms.first.eq(decision.first),
-            terms.round.eq(decision.round),
-            terms.beats.eq(decision.beats),
-        ]
-        if compact:
-            # C is B itself: decided from B's terms as they are computed.
-            m.d.comb += [c_valid.eq(b_valid), c_desc.eq(b_desc)] + decided
-        else:
-            with m.If(b_moves):
-                m.d.sync += [c_valid.eq(1), c_desc.eq(b_desc)] + decided
-            with m.Elif(decide):
-                m.d.sync += c_valid.eq(0)
+            pipeline_busy = a_valid | b_valid | e_valid[0] | e_valid[1]
 
         # ---------------- the decision ----------------
-        head = c_desc
+        # The word written by this cycle's decision (an ACCEPT).
+        writing = decide & (terms.verdict == V.ACCEPT)
+        written_slot = head.slot_abs
         # Only registers decide: a combine needs a free queue entry, anything
         # else an empty queue.
         room = Mux(terms.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
-        m.d.comb += decide.eq(c_valid & room & (~terms.needs_result | credit.ok)
+        m.d.comb += decide.eq(head_valid & room & (~terms.needs_result | credit.ok)
                               & self.res_desc.ready)
 
         with m.If(writing):
@@ -340,6 +386,5 @@ class SlotTable(CheckedComponent):
             rd.beats.eq(terms.result_beats),
         ]
 
-        m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing | a_valid | b_valid
-                                 | c_valid)
+        m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing | pipeline_busy)
         return m
