@@ -43,9 +43,9 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "on_last": unsigned(1),             # beat == last_beat
         "acc_addr": unsigned(acc_addr_bits(params)),
         "data_addr": unsigned(data_addr_bits(data_beats)),
-        "data_beats": unsigned(bbits),
-        # payload beats of younger entries that left before it, freed with it
-        "carry": unsigned(data_addr_bits(data_beats) + 2),
+        # payload beats freed when it leaves: its own, and those of younger
+        # entries that left before it
+        "frees": unsigned(data_addr_bits(data_beats) + 2),
         "done": unsigned(1),      # every beat issued; leaves the queue next cycle
     })
 
@@ -244,7 +244,7 @@ class IssueQueue(CheckedComponent):
         # Payload buffer space comes back in arrival order: an entry leaving
         # before entry 0 hands its beats (and those handed to it) to the
         # entry just older than it.
-        m.d.comb += self.released.eq(Mux(leaving[0], q[0].data_beats + q[0].carry, 0))
+        m.d.comb += self.released.eq(Mux(leaving[0], q[0].frees, 0))
 
         # A pushed request becomes an entry, behind the held ones.
         req = self.push.payload
@@ -264,7 +264,7 @@ class IssueQueue(CheckedComponent):
             requested.on_last.eq(req.beats == 1),
             requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
             requested.data_addr.eq(req.data_addr),
-            requested.data_beats.eq(req.data_beats),
+            requested.frees.eq(req.data_beats),
         ]
         # Must the request follow entry j? (same slot, a retransmission, or
         # a RESULT behind a RESULT)
@@ -309,9 +309,8 @@ class IssueQueue(CheckedComponent):
                     m.d.comb += [
                         nxt_q[x].eq(Mux(shift[x], advanced[x + 1], advanced[x])),
                         # beats handed down by the entry just younger, leaving now
-                        nxt_q[x].carry.eq(
-                            Mux(shift[x], q[x + 1].carry, q[x].carry)
-                            + Mux(leaving[x + 1], q[x + 1].data_beats + q[x + 1].carry, 0)),
+                        nxt_q[x].frees.eq(Mux(shift[x], q[x + 1].frees, q[x].frees)
+                                          + Mux(leaving[x + 1], q[x + 1].frees, 0)),
                     ]
                 else:
                     m.d.comb += nxt_q[x].eq(Mux(shift[x], 0, advanced[x]))
