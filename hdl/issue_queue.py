@@ -76,12 +76,13 @@ class IssueQueue(CheckedComponent):
     push : In(stream of issue_request, always_ready)
         A decided message (a combine or a retransmission). Pushed only when
         ``has_room`` (a combine) or ``will_be_empty`` (a retransmission);
-        it can issue its first beat on the next cycle.
+        registered, it can issue its first beat two cycles later.
     has_room : Out(1)
-        Fewer than ``depth`` entries are held after this cycle (only
-        registers decide).
+        Fewer than ``depth`` entries are held after this cycle, the request
+        pushed in the previous cycle counted (only registers decide).
     will_be_empty : Out(1)
-        No entry is held after this cycle (only registers decide).
+        No entry is held after this cycle and none was pushed in the
+        previous one (only registers decide).
     data_addr : Out(address)
         Registered: the payload buffer beat to read; ``data`` must hold it
         the next cycle (``PayloadBuffer.rd_data``).
@@ -236,8 +237,11 @@ class IssueQueue(CheckedComponent):
         keep = [e.valid & ~e.done for e in q]
         for i in range(N):
             m.d.comb += leaving[i].eq(q[i].valid & q[i].done)
-        m.d.comb += [self.has_room.eq(~Cat(*keep).all()),
-                     self.will_be_empty.eq(~Cat(*keep).any())]
+        # A request pushed in the previous cycle (``incoming``) counts as held.
+        incoming = Signal(entry_l, name="incoming")
+        held = sum(keep, Const(0, range(N + 1))) + incoming.valid
+        m.d.comb += [self.has_room.eq(held < N),
+                     self.will_be_empty.eq(~Cat(*keep).any() & ~incoming.valid)]
         # shift[x]: the entry at x+1 moves to x (an entry at or below x leaves)
         shift = [Cat(*leaving[:x + 1]).any() for x in range(N)]
 
@@ -246,11 +250,13 @@ class IssueQueue(CheckedComponent):
         # entry just older than it.
         m.d.comb += self.released.eq(Mux(leaving[0], q[0].frees, 0))
 
-        # A pushed request becomes an entry, behind the held ones.
+        # A pushed request is registered (``incoming``, no enable: the push
+        # drives one flip-flop), and becomes an entry behind the held ones in
+        # the next cycle.
         req = self.push.payload
         requested = Signal(entry_l)
         m.d.comb += [
-            requested.valid.eq(1),
+            requested.valid.eq(self.push.valid),
             requested.rtx.eq(req.rtx),
             requested.slot.eq(req.slot),
             requested.first.eq(req.first),
@@ -266,9 +272,10 @@ class IssueQueue(CheckedComponent):
             requested.data_addr.eq(req.data_addr),
             requested.frees.eq(req.data_beats),
         ]
-        # Must the request follow entry j? (same slot, a retransmission, or
-        # a RESULT behind a RESULT)
-        req_after = [(e.slot == req.slot) | e.rtx | (e.result & req.result) for e in q]
+        m.d.sync += incoming.eq(requested)
+        # Must the incoming request follow entry j? (same slot, a
+        # retransmission, or a RESULT behind a RESULT)
+        req_after = [(e.slot == incoming.slot) | e.rtx | (e.result & incoming.result) for e in q]
 
         # Next cycle's hazards. An entry then holds one of 2N + 1 addresses:
         # an entry's as it is (not issued now) or one beat on (issued now),
@@ -280,13 +287,13 @@ class IssueQueue(CheckedComponent):
         for i in range(N):
             m.d.comb += [loop.hazard_addr[2 * i].eq(q[i].acc_addr),
                          loop.hazard_addr[2 * i + 1].eq(q[i].acc_addr + 1)]
-        m.d.comb += loop.hazard_addr[2 * N].eq(requested.acc_addr)
+        m.d.comb += loop.hazard_addr[2 * N].eq(incoming.acc_addr)
         h_adv = []
         for i in range(N):
             others = [combine[j] & (q[j].acc_addr == q[i].acc_addr) for j in range(N) if j != i]
             h_stay = loop.hazard[2 * i] | Cat(*others).any() if others else loop.hazard[2 * i]
             h_adv.append(Mux(sel[i], loop.hazard[2 * i + 1], h_stay))
-        h_req = loop.hazard[2 * N] | Cat(*(combine[j] & (q[j].acc_addr == requested.acc_addr)
+        h_req = loop.hazard[2 * N] | Cat(*(combine[j] & (q[j].acc_addr == incoming.acc_addr)
                                            for j in range(N))).any()
 
         # The queue after this cycle: shifted down past a leaving entry, the
@@ -298,12 +305,12 @@ class IssueQueue(CheckedComponent):
         moved = [src([e.valid for e in q], x, 0) for x in range(N)]
         placed = [Signal(name=f"entry{x}_placed") for x in range(N)]
         for x in range(N):
-            m.d.comb += placed[x].eq(self.push.valid & ~moved[x] & (moved[x - 1] if x else 1))
+            m.d.comb += placed[x].eq(incoming.valid & ~moved[x] & (moved[x - 1] if x else 1))
         nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
         nxt_after = {}
         for x in range(N):
             with m.If(placed[x]):
-                m.d.comb += nxt_q[x].eq(requested)
+                m.d.comb += nxt_q[x].eq(incoming)
             with m.Else():
                 if x + 1 < N:
                     m.d.comb += [
@@ -329,5 +336,5 @@ class IssueQueue(CheckedComponent):
                 m.d.sync += after[x, j].eq(nxt_after[x, j])
         m.d.sync += rtx_waits.eq(nxt_q[0].valid & nxt_q[0].rtx)
 
-        m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | loop.busy)
+        m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | incoming.valid | loop.busy)
         return m
