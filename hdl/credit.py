@@ -24,18 +24,22 @@ class ResultCredit(CheckedComponent):
 
     Ports
     -----
-    take : In(range(capacity + 1))
-        Beats claimed this cycle (a RESULT decided); 0 when none. Must not
-        exceed the credit (the caller decides only with ``ok`` high and
-        claims at most ``need``).
+    take : In(1)
+        ``beats`` are claimed this cycle (a RESULT decided). The caller
+        decides only with ``ok`` high and claims at most ``need``.
+    beats : In(range(capacity + 1))
+        The beats claimed when ``take`` is high (ignored otherwise).
     free : In(stream, always_ready)
         Beats the back-end returns this cycle (``payload`` when ``valid``).
     ok : Out(1)
         Registered: the credit after the previous cycle's ``take`` and
         ``free`` is at least ``need``. High after reset.
 
-    The credit register is updated every cycle with ``- take + free``;
-    ``ok`` follows it with the same register stage (no extra cycle).
+    The credit register is updated every cycle with ``- beats`` (when
+    ``take``) ``+ free``; ``ok`` follows it with the same register stage
+    (no extra cycle). Both outcomes are computed from ``beats`` and
+    ``free`` alone, and ``take`` selects between them: ``take`` is one
+    multiplexer away from the registers.
     """
 
     @staticmethod
@@ -47,7 +51,8 @@ class ResultCredit(CheckedComponent):
         self._capacity = capacity
         self._need = need
         super().__init__({
-            "take": In(range(capacity + 1)),
+            "take": In(1),
+            "beats": In(range(capacity + 1)),
             "free": In(stream.Signature(unsigned(16), always_ready=True)),
             "ok": Out(1, init=1),
         })
@@ -60,7 +65,9 @@ class ResultCredit(CheckedComponent):
         m = Module()
         credit = Signal(range(self._capacity + 1), init=self._capacity)
         returned = Mux(self.free.valid, self.free.payload, 0)
-        credit_next = Signal(range(self._capacity + 1))
-        m.d.comb += credit_next.eq(credit - self.take + returned)
-        m.d.sync += [credit.eq(credit_next), self.ok.eq(credit_next >= self._need)]
+        kept = Signal(range(self._capacity + 1))        # no claim this cycle
+        claimed = Signal(range(self._capacity + 1))     # ``beats`` claimed
+        m.d.comb += [kept.eq(credit + returned), claimed.eq(credit + returned - self.beats)]
+        m.d.sync += [credit.eq(Mux(self.take, claimed, kept)),
+                     self.ok.eq(Mux(self.take, claimed >= self._need, kept >= self._need))]
         return m

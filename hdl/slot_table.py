@@ -356,14 +356,14 @@ class SlotTable(CheckedComponent):
             req.data_addr.eq(payload.head),
             req.data_beats.eq(Mux(terms.mode == Mode.LANES, head.beats, 0)),
         ]
+        # result_beats is 0 for a message that causes no RESULT
+        m.d.comb += [credit.take.eq(decide), credit.beats.eq(terms.result_beats)]
         with m.If(decide):
             m.d.comb += payload.claim.eq(head.beats)
             with m.If(terms.mode != Mode.LANES):       # its payload is not needed
                 m.d.comb += payload.release.eq(issue.released + head.beats)
             with m.Else():
                 m.d.comb += payload.release.eq(issue.released)
-            with m.If(terms.needs_result):
-                m.d.comb += credit.take.eq(terms.result_beats)
         with m.Else():
             m.d.comb += payload.release.eq(issue.released)
 

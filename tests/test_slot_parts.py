@@ -28,7 +28,8 @@ def test_result_credit_model(capacity, need, request):
             take = rng.randint(1, need) if ok and rng.random() < 0.5 else 0
             used = capacity - credit + take
             free = rng.randint(0, used) if rng.random() < 0.4 else 0
-            ctx.set(dut.take, take)
+            ctx.set(dut.take, take != 0)
+            ctx.set(dut.beats, take if take else rng.randint(0, capacity))
             ctx.set(dut.free.valid, free != 0 or rng.random() < 0.1)
             ctx.set(dut.free.payload, free)
             await ctx.tick()
