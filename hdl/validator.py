@@ -153,8 +153,11 @@ class Validator(wiring.Component):
                 m.d.sync += full.eq(0)
             m.d.comb += [cout.eq(held_beats[0]), beat_valid.eq(full)]
         push = self.i.valid & ~full
+        # The free register (the one at ``wr_ptr`` while not full) loads the
+        # input whether or not it is valid: the enable comes from flip-flops
+        # only, not from ``i.valid``; only ``level`` counts what was pushed.
         for k, reg in enumerate(held_beats if not self._compact else []):
-            with m.If(push & (wr_ptr == k)):
+            with m.If(~full & (wr_ptr == k)):
                 m.d.sync += reg.eq(cin)
         if not self._compact:
             level_next = Signal(range(3))
