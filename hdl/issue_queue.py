@@ -42,6 +42,7 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "mask": unsigned(params.lanes),     # lanes of `beat` (lane i: left > i)
         "on_last": unsigned(1),             # beat == last_beat
         "acc_addr": unsigned(acc_addr_bits(params)),
+        "acc_next": unsigned(acc_addr_bits(params)),   # acc_addr + 1
         "data_addr": unsigned(data_addr_bits(data_beats)),
         # payload beats freed when it leaves: its own, and those of younger
         # entries that left before it
@@ -224,7 +225,8 @@ class IssueQueue(CheckedComponent):
             cur, nxt = q[i], advanced[i]
             m.d.comb += nxt.eq(cur)
             with m.If(sel[i]):
-                m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_addr + 1),
+                m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_next),
+                             nxt.acc_next.eq(cur.acc_next + 1),
                              nxt.data_addr.eq(cur.data_addr + 1),
                              nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
                              nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
@@ -269,6 +271,7 @@ class IssueQueue(CheckedComponent):
             requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
             requested.on_last.eq(req.beats == 1),
             requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
+            requested.acc_next.eq(Cat(req.ver, req.slot) * B + 1),
             requested.data_addr.eq(req.data_addr),
             requested.frees.eq(req.data_beats),
         ]
@@ -286,7 +289,7 @@ class IssueQueue(CheckedComponent):
         # the issuing one.
         for i in range(N):
             m.d.comb += [loop.hazard_addr[2 * i].eq(q[i].acc_addr),
-                         loop.hazard_addr[2 * i + 1].eq(q[i].acc_addr + 1)]
+                         loop.hazard_addr[2 * i + 1].eq(q[i].acc_next)]
         m.d.comb += loop.hazard_addr[2 * N].eq(incoming.acc_addr)
         h_adv = []
         for i in range(N):
