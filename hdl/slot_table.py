@@ -57,14 +57,16 @@ class SlotTable(CheckedComponent):
     beats (credit ``result_beats``).
 
     Decisions (the slot algorithm) are taken in arrival order. The beats of
-    up to two decided messages are issued to the lanes, one beat per cycle:
-    a read-after-write hazard (a combine beat of the same copy and index
+    up to four decided messages (two with ``acc_ram="compact"``; the
+    :class:`~netagg.hdl.issue_queue.IssueQueue`) are issued to the lanes,
+    one beat per cycle, from two cycles after the decision: a
+    read-after-write hazard (a combine beat of the same copy and index
     issued less than ``spacing`` = lane latency + 1 cycles ago; the loop
-    forwards the results of earlier ones) holds the older one, and the
-    younger one issues meanwhile if it is of another slot (and not both of
-    them complete a round); messages of one slot keep their order. Cycles in
-    which a combine waits and nothing issues pulse ``stall`` (one cycle
-    late). Decisions: up to one per cycle (below), so messages of one beat
+    forwards the results of earlier ones) holds a message, and a younger
+    one issues meanwhile if it is of another slot (and, for a RESULT, no
+    older RESULT has beats left); messages of one slot keep their order.
+    Cycles in which a combine waits and nothing issues pulse ``stall`` (one
+    cycle late). Decisions: up to one per cycle (below), so messages of one beat
     or more can keep the lanes busy. Loop latency (issue to write-back): ``loop_latency`` =
     lane latency + 4 (+ 3 with ``acc_ram="compact"``, where the spacing is
     lane latency + 2). ``acc_ram``: the accumulator loop's build form
