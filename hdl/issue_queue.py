@@ -241,8 +241,14 @@ class IssueQueue(CheckedComponent):
             m.d.comb += leaving[i].eq(q[i].valid & q[i].done)
         # A request pushed in the previous cycle (``incoming``) counts as held.
         incoming = Signal(entry_l, name="incoming")
-        held = sum(keep, Const(0, range(N + 1))) + incoming.valid
-        m.d.comb += [self.has_room.eq(held < N),
+        # (fewer than N of them: a truth table, not a count and a compare)
+        room = Signal()
+        with m.Switch(Cat(*keep, incoming.valid)):
+            for v in range(1 << (N + 1)):
+                if bin(v).count("1") < N:
+                    with m.Case(v):
+                        m.d.comb += room.eq(1)
+        m.d.comb += [self.has_room.eq(room),
                      self.will_be_empty.eq(~Cat(*keep).any() & ~incoming.valid)]
         # shift[x]: the entry at x+1 moves to x (an entry at or below x leaves)
         shift = [Cat(*leaving[:x + 1]).any() for x in range(N)]

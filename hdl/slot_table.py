@@ -339,9 +339,11 @@ class SlotTable(CheckedComponent):
         m.d.comb += decide.eq(head_valid & room & (~terms.needs_result | credit.ok)
                               & self.res_desc.ready)
 
-        with m.If(writing):
+        # Address and data are the head's whether or not it is decided: the
+        # decision drives the write enable alone.
+        with m.If(~clearing):
             m.d.comb += [state_wr.addr.eq(written_slot), state_wr.data.eq(terms.new_state),
-                         state_wr.en.eq(1)]
+                         state_wr.en.eq(writing)]
 
         req = issue.push.payload
         m.d.comb += [
