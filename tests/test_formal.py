@@ -31,7 +31,7 @@ if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and
 # slot words' clear S = 2 of them, so a message can reach the core at
 # cycle SETUP + 1 and its verdict about 8 cycles later.
 CI_DEPTH = {"once": 30, "isolation": 20, "verdicts": 20, "results": 22, "liveness": 22}
-FULL_DEPTH = {"once": 36, "isolation": 25, "verdicts": 25, "results": 26, "liveness": 26}
+FULL_DEPTH = {"once": 36, "isolation": 25, "verdicts": 24, "results": 26, "liveness": 26}
 COVER_DEPTH = 34
 # The multicast back-end alone (tests/formal/multicast_harness.py): every
 # input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
