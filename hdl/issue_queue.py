@@ -166,8 +166,14 @@ class IssueQueue(CheckedComponent):
         p = self._params
         L, B, N = p.lanes, p.beats, self._depth
         entry_l = _entry(p, self._data_beats)
-        m.submodules.loop = loop = LaneLoop(p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
-                                            hazard_ports=2 * N + 1)
+        # Hazard ports: 2N for the entries (spacing - 2 cycles back), then
+        # the incoming request's split in two: the beat issued a cycle ago
+        # (checked when it is held), and the older ones (checked a cycle
+        # earlier, on the request as it is pushed).
+        window = max(LaneLoop.spacing_of(self._fp_stages, self._acc_ram) - 2, 0)
+        m.submodules.loop = loop = LaneLoop(
+            p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
+            hazard_ages=(window,) * (2 * N) + (min(window, 1), max(window - 1, 0)))
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
@@ -296,13 +302,19 @@ class IssueQueue(CheckedComponent):
         for i in range(N):
             m.d.comb += [loop.hazard_addr[2 * i].eq(q[i].acc_addr),
                          loop.hazard_addr[2 * i + 1].eq(q[i].acc_next)]
-        m.d.comb += loop.hazard_addr[2 * N].eq(incoming.acc_addr)
+        # The request's hazard: beats issued 2 .. window cycles before the
+        # cycle in which it is held are checked as it is pushed (``early``,
+        # registered beside it), the one issued a cycle before then.
+        early = Signal(name="incoming_early")
+        m.d.comb += [loop.hazard_addr[2 * N].eq(incoming.acc_addr),
+                     loop.hazard_addr[2 * N + 1].eq(requested.acc_addr)]
+        m.d.sync += early.eq(loop.hazard[2 * N + 1])
         h_adv = []
         for i in range(N):
             others = [combine[j] & (q[j].acc_addr == q[i].acc_addr) for j in range(N) if j != i]
             h_stay = loop.hazard[2 * i] | Cat(*others).any() if others else loop.hazard[2 * i]
             h_adv.append(Mux(sel[i], loop.hazard[2 * i + 1], h_stay))
-        h_req = loop.hazard[2 * N] | Cat(*(combine[j] & (q[j].acc_addr == incoming.acc_addr)
+        h_req = loop.hazard[2 * N] | early | Cat(*(combine[j] & (q[j].acc_addr == incoming.acc_addr)
                                            for j in range(N))).any()
 
         # The queue after this cycle: shifted down past a leaving entry, the

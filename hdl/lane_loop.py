@@ -97,8 +97,10 @@ class LaneLoop(CheckedComponent):
         fewest cells, for small FPGAs at low clocks: a ``Memory`` whose read
         port is transparent to the write-back (read latency 1), no output
         register and no forwarding.
-    hazard_ports : int
-        How many addresses ``hazard`` checks at once (default 1).
+    hazard_ages : sequence of int
+        One per address that ``hazard`` checks at once: how many cycles
+        back port k looks (each 0 .. :attr:`spacing` - 2; default one port
+        of :attr:`spacing` - 2).
 
     Ports
     -----
@@ -114,13 +116,15 @@ class LaneLoop(CheckedComponent):
     data : In(payload_beat)
         The payload beat of the beat issued two cycles before (as the
         issue queue's registered payload-buffer read delivers it).
-    hazard_addr : In(array of ``hazard_ports`` addresses)
-    hazard : Out(``hazard_ports``)
-        Combinational, from registers only: a combine beat to that address
-        was issued less than :attr:`spacing` - 1 cycles ago, so that it will
-        still be less than :attr:`spacing` cycles old in the next cycle (the
-        caller adds this cycle's issue and registers the result: a beat
-        issued then would miss its result).
+    hazard_addr : In(array of ``len(hazard_ages)`` addresses)
+    hazard : Out(``len(hazard_ages)``)
+        Combinational, from registers only: bit k, a combine beat to
+        ``hazard_addr[k]`` was issued 1 to ``hazard_ages[k]`` cycles ago.
+        With the default age (:attr:`spacing` - 2) such a beat will still be
+        less than :attr:`spacing` cycles old in the next cycle (the caller
+        adds this cycle's issue and registers the result: a beat issued then
+        would miss its result); a smaller age lets a caller check part of
+        that window a cycle earlier.
     lanes_busy : Out(1)
         Registered: a combine beat was in the loop in the previous cycle (a
         retransmission waits for ``~lanes_busy``: then the loop holds no
@@ -136,9 +140,14 @@ class LaneLoop(CheckedComponent):
 
     @staticmethod
     def check(params: Params, *, fp_stages=None, acc_ram: str = "memory",
-              hazard_ports: int = 1) -> None:
-        if not isinstance(hazard_ports, int) or hazard_ports < 1:
-            raise ValueError(f"hazard_ports must be a positive int, not {hazard_ports!r}")
+              hazard_ages=None) -> None:
+        if hazard_ages is not None:
+            top = LaneLoop.spacing_of(fp_stages, acc_ram) - 2
+            ages = list(hazard_ages) if not isinstance(hazard_ages, (str, bytes)) else None
+            if not ages or not all(isinstance(a, int) and not isinstance(a, bool)
+                                   and 0 <= a <= max(top, 0) for a in ages):
+                raise ValueError(f"hazard_ages must be a non-empty sequence of ints in "
+                                 f"0..{max(top, 0)} (spacing - 2), not {hazard_ages!r}")
         Lane.check(dtypes=params.dtypes, ops=params.ops,
                    bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         if acc_ram not in ACC_RAM_FORMS:
@@ -149,9 +158,10 @@ class LaneLoop(CheckedComponent):
                              f"not 2 x S x K/L = {depth}")
 
     def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory",
-                 hazard_ports: int = 1):
+                 hazard_ages=None):
         self._params = params
-        self._hazard_ports = hazard_ports
+        top = max(self.spacing_of(fp_stages, acc_ram) - 2, 0)
+        self._hazard_ages = (top,) if hazard_ages is None else tuple(hazard_ages)
         self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
                                bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         self._lane_latency = Lane.latency_of(fp_stages)
@@ -159,8 +169,8 @@ class LaneLoop(CheckedComponent):
         super().__init__({
             "issue": In(stream.Signature(loop_beat(params), always_ready=True)),
             "data": In(payload_beat(params)),
-            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), hazard_ports)),
-            "hazard": Out(hazard_ports),
+            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), len(self._hazard_ages))),
+            "hazard": Out(len(self._hazard_ages)),
             "lanes_busy": Out(1),
             "res_beat": Out(stream.Signature(result_beat(params), always_ready=True)),
             "busy": Out(1),
@@ -256,8 +266,8 @@ class LaneLoop(CheckedComponent):
         stages = front + in_lanes
         out = in_lanes[D - 1]
         m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
-        for k in range(self._hazard_ports):
-            for s in stages[:self.spacing - 2]:
+        for k, age in enumerate(self._hazard_ages):
+            for s in stages[:age]:
                 with m.If(s.valid & ~s.rtx & (s.addr == self.hazard_addr[k])):
                     m.d.comb += self.hazard[k].eq(1)
 
