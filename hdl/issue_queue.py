@@ -118,7 +118,9 @@ class IssueQueue(CheckedComponent):
     Timing: the choice is made from registered per-entry flags (a combine,
     hazard, done, which older entries it follows); hazards, the order
     constraints between entries and the room are computed a cycle ahead
-    and registered.
+    and registered. An entry's hazard is one of two registered bits (its
+    next address's if it issued, its own if not), selected by a registered
+    "it issued": no hazard register depends on the choice it feeds.
     """
 
     @staticmethod
@@ -184,7 +186,13 @@ class IssueQueue(CheckedComponent):
         # Registered per entry, computed in the cycle before (see below):
         # a read-after-write hazard, "a combine", and (entry 0) "a
         # retransmission"; after[k, j]: entry k must follow the older entry j.
-        hazard = [Signal(name=f"entry{i}_hazard") for i in range(N)]
+        # The hazard is one of two registered bits, chosen by whether the
+        # entry issued in the cycle before (``advanced_by``, registered): so
+        # this cycle's choice of entry reaches no hazard register.
+        h_if_stays = [Signal(name=f"entry{i}_hazard_stays") for i in range(N)]
+        h_if_issued = [Signal(name=f"entry{i}_hazard_issued") for i in range(N)]
+        issued_last = [Signal(name=f"entry{i}_issued") for i in range(N)]
+        hazard = [Mux(issued_last[i], h_if_issued[i], h_if_stays[i]) for i in range(N)]
         waits = [Signal(name=f"entry{i}_waits") for i in range(N)]
         rtx_waits = Signal(name="entry0_rtx_waits")
         after = {(k, j): Signal(name=f"entry{k}_after{j}") for k in range(N) for j in range(k)}
@@ -203,7 +211,6 @@ class IssueQueue(CheckedComponent):
         m.d.comb += sel[0].eq(can[0] | rtx_go)
         for i in range(1, N):
             m.d.comb += sel[i].eq(can[i] & ~rtx_go & ~Cat(*can[:i]).any())
-        combine = [sel[0] & ~rtx_go] + sel[1:]
         any_issue = Cat(*sel).any()
         m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx for u, e in zip(unissued, q,
                                                                                  strict=True))).any())
@@ -296,9 +303,13 @@ class IssueQueue(CheckedComponent):
         # an entry's as it is (not issued now) or one beat on (issued now),
         # or the request's. A candidate has a hazard next cycle if a combine
         # beat to it is in the loop's first spacing - 2 stages now
-        # (`loop.hazard`), or issues now: never the issuing entry's own next
-        # address; another entry's or the request's address when equal to
-        # the issuing one.
+        # (`loop.hazard`), or issues now. For the latter, an older entry that
+        # may issue (``can``, not whether it is chosen) stands for one that
+        # issues: two entries at one address are of one slot, so the younger
+        # follows the older and cannot issue next cycle unless the older
+        # issues its last beat now; a spurious hazard is never read. An
+        # entry issuing now has no older entry of its slot with beats left,
+        # so its next address has none.
         for i in range(N):
             m.d.comb += [loop.hazard_addr[2 * i].eq(q[i].acc_addr),
                          loop.hazard_addr[2 * i + 1].eq(q[i].acc_next)]
@@ -309,12 +320,13 @@ class IssueQueue(CheckedComponent):
         m.d.comb += [loop.hazard_addr[2 * N].eq(incoming.acc_addr),
                      loop.hazard_addr[2 * N + 1].eq(requested.acc_addr)]
         m.d.sync += early.eq(loop.hazard[2 * N + 1])
-        h_adv = []
+        h_stay, h_issue = [], []
         for i in range(N):
-            others = [combine[j] & (q[j].acc_addr == q[i].acc_addr) for j in range(N) if j != i]
-            h_stay = loop.hazard[2 * i] | Cat(*others).any() if others else loop.hazard[2 * i]
-            h_adv.append(Mux(sel[i], loop.hazard[2 * i + 1], h_stay))
-        h_req = loop.hazard[2 * N] | early | Cat(*(combine[j] & (q[j].acc_addr == incoming.acc_addr)
+            others = [can[j] & (q[j].acc_addr == q[i].acc_addr) for j in range(i)]
+            h_stay.append(loop.hazard[2 * i] | Cat(*others).any() if others
+                          else loop.hazard[2 * i])
+            h_issue.append(loop.hazard[2 * i + 1])
+        h_req = loop.hazard[2 * N] | early | Cat(*(can[j] & (q[j].acc_addr == incoming.acc_addr)
                                            for j in range(N))).any()
 
         # The queue after this cycle: shifted down past a leaving entry, the
@@ -350,8 +362,10 @@ class IssueQueue(CheckedComponent):
                                      Mux(shift[x], held, after[x, j])))
                 nxt_after[x, j] = a
         for x in range(N):
-            new_h = Mux(placed[x], h_req, src(h_adv, x, 0))
-            m.d.sync += [q[x].eq(nxt_q[x]), hazard[x].eq(new_h),
+            m.d.sync += [h_if_stays[x].eq(Mux(placed[x], h_req, src(h_stay, x, 0))),
+                         h_if_issued[x].eq(Mux(placed[x], h_req, src(h_issue, x, 0))),
+                         issued_last[x].eq(~placed[x] & src(sel, x, 0))]
+            m.d.sync += [q[x].eq(nxt_q[x]),
                          waits[x].eq(nxt_q[x].valid & ~nxt_q[x].rtx)]
             for j in range(x):
                 m.d.sync += after[x, j].eq(nxt_after[x, j])
