@@ -14,6 +14,7 @@ from .checked import CheckedComponent
 from .fp import BF16, FP32, FPAdd, FPMinMax
 from .intalu import IntAdd, IntMinMax
 from .layouts import DType, Op
+from .netlist import KEEP
 
 __all__ = ["Lane", "LaneIn", "LaneOut", "LaneSel", "DEFAULT_STAGES", "decode_sel", "widen_b"]
 
@@ -195,6 +196,18 @@ class Lane(CheckedComponent):
         else:
             sel = decode_sel(p.dtype, p.op, p.first)
             b_w, b16 = widen_b(b, sel["bf16"]), b[:16]
+        add_a, add_b_w, add_b16 = a, b_w, b16      # the adders' operands
+        delay = self._stages
+        if delay >= 2 and self._decoded:
+            # The early path's own copy of the operands and selects (kept:
+            # near its compares, apart from the adders' first stage).
+            a, b_w = (Signal(32, name=f"e_in_{n}", reset_less=True, attrs=KEEP)
+                      for n in "ab")
+            sel = {k: Signal(name=f"e_in_{k}", reset_less=True, attrs=KEEP) for k in sel}
+            with m.If(adv):
+                m.d.sync += [a.eq(add_a), b_w.eq(add_b_w)]
+                m.d.sync += [sel[k].eq(self.sel[k]) for k in sel]
+            b, delay = b_w, delay - 1
         is_int, is_bf16, is_sum, is_max, first = (sel[k] for k in LaneSel.members)
         narrow = is_bf16 if narrow_mode else Const(0)
         a_w = Mux(narrow, Cat(Const(0, 16), a[:16]), a)
@@ -202,7 +215,8 @@ class Lane(CheckedComponent):
         # Results available without the adders ("early": first contributions,
         # int32, min/max), delayed to the adders' latency. In the decoded
         # form with stages >= 1 they take two of the delay line's cycles:
-        # the compares and the int32 add, registered; then the choice.
+        # the compares and the int32 add, registered; then the choice; with
+        # stages >= 2, three: the operands registered again first.
         bw = FP32.layout(b_w)
         x = {"a_w": a_w, "b_w": b_w, "b_nan": (bw.exp == FP32.exp_max) & (bw.frac != 0),
              "is_int": is_int, "is_sum": is_sum, "first": first, "narrow": narrow,
@@ -221,7 +235,6 @@ class Lane(CheckedComponent):
                 m.submodules.imm = imm = IntMinMax(32)
                 m.d.comb += [imm.a.eq(a), imm.b.eq(b), imm.max.eq(is_max)]
                 x["i_take_b"] = imm.take_b
-        delay = self._stages
         if delay and self._decoded:
             regs = {}
             for k, v in x.items():
@@ -253,10 +266,10 @@ class Lane(CheckedComponent):
         add32 = add16 = None
         if do_sum and (has("fp32") or (has("bf16") and self._mode == "fp32")):
             m.submodules.add32 = add32 = FPAdd(FP32, stages=self._stages)
-            m.d.comb += [add32.a.eq(a), add32.b.eq(b_w), add32.en.eq(adv)]
+            m.d.comb += [add32.a.eq(add_a), add32.b.eq(add_b_w), add32.en.eq(adv)]
         if do_sum and narrow_mode:
             m.submodules.add16 = add16 = FPAdd(BF16, stages=self._stages)
-            m.d.comb += [add16.a.eq(a[:16]), add16.b.eq(b16), add16.en.eq(adv)]
+            m.d.comb += [add16.a.eq(add_a[:16]), add16.b.eq(add_b16), add16.en.eq(adv)]
 
         # delay line for the early results
         d_r, d_nan, d_ovf, d_sel = e_r, e_nan, e_ovf, sel

@@ -12,6 +12,7 @@ from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.lane import Lane, LaneSel, decode_sel, widen_b
 from netagg.hdl.layouts import DType
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
 from netagg.hdl.slot_layouts import acc_word, result_beat
 from netagg.hdl.validator import payload_beat
@@ -38,12 +39,6 @@ def loop_beat(params: Params) -> data.StructLayout:
         "dtype": layouts.DType,
         "op": layouts.Op,
     })
-
-
-KEEP = {"keep": 1}
-"""Attributes of a register that Yosys must not merge with its identical
-copies (``hdl/netlist.py`` puts ``keep`` on the register cell as well: on a
-wire alone it does not stop ``opt_merge``)."""
 
 
 def _kept(m: Module, value, name: str) -> Signal:

@@ -31,7 +31,12 @@ import re
 
 from netagg.hdl.ram import READ_REGISTER_SUFFIX
 
-__all__ = ["fix_rtlil", "fix_verilog", "is_read_register"]
+__all__ = ["KEEP", "fix_rtlil", "fix_verilog", "is_read_register"]
+
+KEEP = {"keep": 1}
+"""Attributes of a register that Yosys must not merge with its identical
+copies (:func:`fix_rtlil` and :func:`fix_verilog` put ``keep`` on the
+register cell as well: on a wire alone it does not stop ``opt_merge``)."""
 
 _FIFO_READ_REGISTER = "r_data"
 

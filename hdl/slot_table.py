@@ -22,7 +22,8 @@ from netagg.hdl.credit import ResultCredit
 from netagg.hdl.decision import Decision
 from netagg.hdl.issue_queue import IssueQueue
 from netagg.hdl.lane import Lane
-from netagg.hdl.lane_loop import KEEP, LaneLoop
+from netagg.hdl.lane_loop import LaneLoop
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.payload_buffer import PayloadBuffer
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.slot_layouts import (

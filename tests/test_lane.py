@@ -180,13 +180,15 @@ def test_random_with_stalls(mode, stages):
     check(beats, got, mode)
 
 
-@pytest.mark.parametrize("mode", ["fp32", "bf16"])
-def test_decoded_form(mode):
+@pytest.mark.parametrize("mode,stages", [("fp32", 5), ("bf16", 5), ("fp32", 1), ("bf16", 2)])
+def test_decoded_form(mode, stages):
     """``decoded=True`` (the lane loop's form: registered selects and a
-    pre-widened ``b`` from the caller): same results, same latency."""
-    rng = np.random.default_rng(300 + (mode == "bf16"))
-    dut = Lane(bf16_accumulate=mode, stages=5, decoded=True)
-    assert dut.latency == Lane.latency_of(5)
+    pre-widened ``b`` from the caller): same results, same latency; the
+    early results through one register stage (stages 1) and through two
+    (stages >= 2: the operands registered again first)."""
+    rng = np.random.default_rng(300 + (mode == "bf16") + 10 * stages)
+    dut = Lane(bf16_accumulate=mode, stages=stages, decoded=True)
+    assert dut.latency == Lane.latency_of(stages)
     beats = make_beats(rng, 1500, ("int32", "fp32", "bf16"), ("sum", "min", "max"), mode)
     for dtype in (DType.FP32, DType.BF16, DType.INT32):
         beats += special_beats(dtype, ("sum", "min", "max"), mode)
