@@ -261,12 +261,22 @@ class LaneLoop(CheckedComponent):
         stages = front + in_lanes
         out = in_lanes[D - 1]
         m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
-        for k, age in enumerate(self._hazard_ages):
-            for s in stages[:age]:
-                with m.If(s.valid & ~s.rtx & (s.addr == self.hazard_addr[k])):
-                    m.d.comb += self.hazard[k].eq(1)
-
         beat = self.issue.payload
+        # The hazard checks' own record of the combine beats issued in the
+        # last cycles (kept registers apart from the stages', so that the
+        # compares sit by their callers, not by the RAM and the lanes).
+        recent = []
+        prev_valid, prev_addr = self.issue.valid & ~beat.rtx, beat.addr
+        for k in range(max(self._hazard_ages)):
+            valid = Signal(name=f"recent{k}_combine", attrs=KEEP)
+            addr = Signal(len(beat.addr), name=f"recent{k}_addr", attrs=KEEP)
+            m.d.sync += [valid.eq(prev_valid), addr.eq(prev_addr)]
+            recent.append((valid, addr))
+            prev_valid, prev_addr = valid, addr
+        for k, age in enumerate(self._hazard_ages):
+            m.d.comb += self.hazard[k].eq(Cat(*(valid & (addr == self.hazard_addr[k])
+                                                for valid, addr in recent[:age])).any())
+
         m.d.sync += [
             at_addr.valid.eq(self.issue.valid),
             at_addr.rtx.eq(beat.rtx),
