@@ -93,8 +93,10 @@ class Lane(CheckedComponent):
     off the adders' first stage; the latency is the same. In this form the
     results that need no adder (first contributions, int32, min/max) are
     computed over two cycles (compares and the int32 sum registered, then
-    the choice) when ``stages >= 1``; the other form, for small builds,
-    keeps them in one.
+    the choice) when ``stages >= 1``, over three when ``stages >= 2`` (the
+    operands and selects registered again first, a kept copy of their own
+    apart from the adders' first stage); the other form, for small
+    builds, keeps them in one.
 
     Flow: the whole pipeline advances on cycles where ``~o.valid | o.ready``
     (which is ``i.ready``). With ``o.ready`` held high, a beat accepted on
