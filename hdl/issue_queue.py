@@ -209,8 +209,10 @@ class IssueQueue(CheckedComponent):
         m.d.comb += rtx_go.eq(rtx_waits & ~q[0].done & ~loop.lanes_busy)
         sel = [Signal(name=f"issue{i}") for i in range(N)]
         m.d.comb += sel[0].eq(can[0] | rtx_go)
+        # (an entry behind a retransmission follows it: none may issue
+        # while it has beats left, so ``rtx_go`` need not be in their terms)
         for i in range(1, N):
-            m.d.comb += sel[i].eq(can[i] & ~rtx_go & ~Cat(*can[:i]).any())
+            m.d.comb += sel[i].eq(can[i] & ~Cat(*can[:i]).any())
         any_issue = Cat(*sel).any()
         m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx for u, e in zip(unissued, q,
                                                                                  strict=True))).any())

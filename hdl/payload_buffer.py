@@ -3,7 +3,7 @@ arrival order, read by address."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -47,8 +47,15 @@ class PayloadBuffer(CheckedComponent):
     head : Out(address)
         Registered: the first beat of the oldest message not yet claimed.
     claim : In(beat count)
-        Beats of the message at the head, claimed this cycle (``head``
-        moves past them on the next cycle); 0 when none.
+        Beats of the message at the head (whether or not it is claimed).
+    take : In(1)
+        The message at the head is claimed this cycle: ``head`` moves past
+        its ``claim`` beats on the next cycle.
+    drop : In(1)
+        With ``take``: the claimed message's beats are freed this cycle as
+        well, after ``release`` (its payload is not needed). Both outcomes
+        of ``take`` and ``drop`` are computed from the other ports, which
+        they only select: they may arrive late in the cycle.
     empty : Out(1)
         Combinational: no beat is held (written and not yet released).
     """
@@ -71,6 +78,8 @@ class PayloadBuffer(CheckedComponent):
             "release": In(abits + 2),
             "head": Out(abits),
             "claim": In(beat_count_bits(self._params)),
+            "take": In(1),
+            "drop": In(1),
             "empty": Out(1),
         })
 
@@ -111,6 +120,9 @@ class PayloadBuffer(CheckedComponent):
         ]
         with m.If(write):
             m.d.sync += written.eq(written + 1)
-        m.d.sync += [freed.eq(freed + self.release), head.eq(head + self.claim)]
+        dropped = self.take & self.drop
+        m.d.sync += [freed.eq(Mux(dropped, freed + self.release + self.claim,
+                                  freed + self.release)),
+                     head.eq(Mux(self.take, head + self.claim, head))]
         m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         return m

@@ -363,14 +363,11 @@ class SlotTable(CheckedComponent):
         ]
         # result_beats is 0 for a message that causes no RESULT
         m.d.comb += [credit.take.eq(decide), credit.beats.eq(terms.result_beats)]
-        with m.If(decide):
-            m.d.comb += payload.claim.eq(head.beats)
-            with m.If(terms.mode != Mode.LANES):       # its payload is not needed
-                m.d.comb += payload.release.eq(issue.released + head.beats)
-            with m.Else():
-                m.d.comb += payload.release.eq(issue.released)
-        with m.Else():
-            m.d.comb += payload.release.eq(issue.released)
+        # the head's payload is claimed by the decision, and freed with it
+        # when not needed
+        m.d.comb += [payload.claim.eq(head.beats), payload.take.eq(decide),
+                     payload.drop.eq(terms.mode != Mode.LANES),
+                     payload.release.eq(issue.released)]
 
         # Verdict and the RESULT descriptor.
         m.d.sync += [self.verdict.valid.eq(decide), self.verdict.payload.code.eq(terms.verdict),
