@@ -187,7 +187,7 @@ class IssueQueue(CheckedComponent):
         # a read-after-write hazard, "a combine", and (entry 0) "a
         # retransmission"; after[k, j]: entry k must follow the older entry j.
         # The hazard is one of two registered bits, chosen by whether the
-        # entry issued in the cycle before (``advanced_by``, registered): so
+        # entry issued in the cycle before (``issued_last``, registered): so
         # this cycle's choice of entry reaches no hazard register.
         h_if_stays = [Signal(name=f"entry{i}_hazard_stays") for i in range(N)]
         h_if_issued = [Signal(name=f"entry{i}_hazard_issued") for i in range(N)]
@@ -304,8 +304,8 @@ class IssueQueue(CheckedComponent):
         # Next cycle's hazards. An entry then holds one of 2N + 1 addresses:
         # an entry's as it is (not issued now) or one beat on (issued now),
         # or the request's. A candidate has a hazard next cycle if a combine
-        # beat to it is in the loop's first spacing - 2 stages now
-        # (`loop.hazard`), or issues now. For the latter, an older entry that
+        # beat to it was issued in the last spacing - 2 cycles (`loop.hazard`),
+        # or issues now. For the latter, an older entry that
         # may issue (``can``, not whether it is chosen) stands for one that
         # issues: two entries at one address are of one slot, so the younger
         # follows the older and cannot issue next cycle unless the older
