@@ -67,19 +67,17 @@ def test_payload_buffer_model(depth, request):
             # write is registered: not one accepted this cycle or the last).
             addr = rng.randrange(freed, readable[0]) if readable[0] > freed else None
             ctx.set(dut.rd_addr, (addr or 0) % depth)
-            # the head message's beats, claimed or not; claimed and dropped
-            # (freed at once) only when nothing older is held
+            # the head message's beats, claimed or not (then any count);
+            # claimed and dropped (freed at once) only when nothing older is
+            # held; drop without take is ignored
             claim = rng.randint(0, min(params.beats, len(written) - head))
             take = rng.random() < 0.7
-            drop = rng.random() < 0.3
+            release = rng.randint(0, min(3, head - freed)) if rng.random() < 0.5 else 0
+            dropped = take and freed + release == head and rng.random() < 0.5
             ctx.set(dut.claim, claim if take or rng.random() < 0.5
                     else rng.randint(0, params.beats))
             ctx.set(dut.take, take)
-            ctx.set(dut.drop, drop)
-            release = rng.randint(0, min(3, head - freed)) if rng.random() < 0.5 else 0
-            dropped = take and drop and freed + release == head
-            if take and drop and not dropped:
-                ctx.set(dut.drop, 0)
+            ctx.set(dut.drop, dropped or (not take and rng.random() < 0.3))
             ctx.set(dut.release, release)
             await ctx.tick()
             if addr is not None:
