@@ -4,7 +4,7 @@ function of its descriptor and its slot word (golden model:
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,9 +28,14 @@ def beats_of(count, lanes: int):
 class Decision(wiring.Component):
     """What the slot algorithm does with one message.
 
-    Combinational (latency 0, no state): every output is a function of
-    ``desc`` and ``state`` alone. The slot table holds both in registers and
-    registers the outputs it needs before acting on them.
+    ``latency=0``: combinational (no state): every output is a function of
+    ``desc`` and ``state`` alone. ``latency=1``: a pipeline stage inside
+    (for the clock, docs/boards.md): the outputs are those of the ``desc``
+    and ``state`` sampled at the most recent clock edge with ``en`` high,
+    held while ``en`` is low (a stage register after the compares of the
+    slot word with the message: which copy, the bitmap, count and metadata
+    compares; the verdict and the new word are computed after it). The
+    slot table registers the outputs it needs before acting on them.
 
     Inputs
     ------
@@ -39,6 +44,9 @@ class Decision(wiring.Component):
         far (ACCEPT or a drop reason), header fields, job W, absolute slot.
     state : slot_state
         The slot's word as stored: both copies (index ``ver``).
+    en : 1
+        Only with ``latency=1``: the stage register samples ``desc`` and
+        ``state`` at the edge.
 
     Outputs
     -------
@@ -54,6 +62,9 @@ class Decision(wiring.Component):
         metadata if the copy was empty or done), ``n`` counted and ``done``
         if ``n`` reached W; in the other copy, if done, the worker's bit is
         cleared (it has that copy's RESULT).
+    state_after : slot_state
+        The slot word after the message, whatever its verdict: ``new_state``
+        for ACCEPT, else ``state`` unchanged.
     first : 1
         The contribution opens a round (the copy was empty or done).
     completes : 1
@@ -70,43 +81,84 @@ class Decision(wiring.Component):
         ceil(round.count / L): the beats to combine or to resend.
     """
 
-    def __init__(self, params: Params):
+    def __init__(self, params: Params, *, latency: int = 0):
+        if latency not in (0, 1):
+            raise ValueError(f"latency must be 0 or 1, not {latency!r}")
         self._params = params
+        self._latency = latency
         n_shape = slot_state(params).elem_shape["n"].shape
-        super().__init__({
+        ports = {
             "desc": In(descriptor(params)),
             "state": In(slot_state(params)),
             "verdict": Out(layouts.Verdict),
             "mode": Out(Mode),
             "new_state": Out(slot_state(params)),
+            "state_after": Out(slot_state(params)),
             "first": Out(1),
             "completes": Out(1),
             "needs_result": Out(1),
             "result_n": Out(n_shape),
             "round": Out(round_meta(params)),
             "beats": Out(beat_count_bits(params)),
-        })
+        }
+        if latency:
+            ports["en"] = In(1)
+        super().__init__(ports)
+
+    @property
+    def latency(self) -> int:
+        return self._latency
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
         V = layouts.Verdict
-        desc, hdr = self.desc, self.desc.meta
-        ver = hdr.ver
-        copy = self.state[ver]          # the copy the message is for
-        other = self.state[~ver]
 
-        worker_bit = Signal(p.workers)
+        def stage(value, name):
+            """``value`` after the stage register (itself with latency 0)."""
+            if not self._latency:
+                return value
+            reg = Signal.like(value, name=name, reset_less=True) if isinstance(value, Signal) \
+                else Signal(len(value), name=name, reset_less=True)
+            with m.If(self.en):
+                m.d.sync += reg.eq(value)
+            return reg
+
+        # ---- before the stage register: the compares of the word with the message
+        desc_in, hdr_in = self.desc, self.desc.meta
+        copy_in = self.state[hdr_in.ver]
+        worker_bit_in = Signal(p.workers)
         for i in range(p.workers):
-            m.d.comb += worker_bit[i].eq(hdr.worker == i)
-        new_contributor = ~(copy.bits & worker_bit).any()
-        meta_differs = ((hdr.dtype != copy.dtype) | (hdr.op != copy.op)
-                        | (hdr.count != copy.count) | (hdr.offset != copy.offset))
-        round_open = (copy.n != 0) & ~copy.done
-        fresh_round = (copy.n == 0) | copy.done
+            m.d.comb += worker_bit_in[i].eq(hdr_in.worker == i)
+        # a field's compare (the offset's per byte), ORed after the stage
+        differs_in = Cat(hdr_in.dtype != copy_in.dtype, hdr_in.op != copy_in.op,
+                         hdr_in.count != copy_in.count,
+                         *(hdr_in.offset[k:k + 8] != copy_in.offset[k:k + 8]
+                           for k in range(0, 32, 8)))
+        n_in = copy_in.n
+        flags_in = Cat(~(copy_in.bits & worker_bit_in).any(),       # new contributor
+                       (n_in == 0) | copy_in.done,                   # fresh round
+                       Mux((n_in == 0) | copy_in.done, 1, n_in + 1) == desc_in.workers)
+
+        if self._latency:
+            desc = Signal.like(self.desc, name="s_desc", reset_less=True)
+            state = Signal.like(self.state, name="s_state", reset_less=True)
+            with m.If(self.en):
+                m.d.sync += [desc.eq(self.desc), state.eq(self.state)]
+        else:
+            desc, state = self.desc, self.state
+        worker_bit = stage(worker_bit_in, "s_worker_bit")
+        meta_differs = stage(differs_in, "s_differs").any()
+        flags = stage(flags_in, "s_flags")
+        new_contributor, fresh_round, complete = flags[0], flags[1], flags[2]
+
+        hdr = desc.meta
+        ver = hdr.ver
+        copy = state[ver]               # the copy the message is for
+        other = state[~ver]
+        round_open = ~fresh_round
         n_after = Signal(len(copy.n) + 1)
         m.d.comb += n_after.eq(Mux(fresh_round, 1, copy.n + 1))
-        complete = n_after == desc.workers
 
         with m.If(desc.verdict != V.ACCEPT):
             m.d.comb += [self.verdict.eq(desc.verdict), self.mode.eq(Mode.DISCARD)]
@@ -136,7 +188,7 @@ class Decision(wiring.Component):
         ]
 
         new = self.new_state
-        m.d.comb += new.eq(self.state)
+        m.d.comb += new.eq(state)
         with m.If(other.done):
             m.d.comb += new[~ver].bits.eq(other.bits & ~worker_bit)
         with m.If(fresh_round):
@@ -150,4 +202,5 @@ class Decision(wiring.Component):
         with m.Else():
             m.d.comb += new[ver].bits.eq(copy.bits | worker_bit)
         m.d.comb += [new[ver].n.eq(n_after), new[ver].done.eq(complete)]
+        m.d.comb += self.state_after.eq(Mux(accepted, new, state))
         return m

@@ -74,31 +74,38 @@ class SlotTable(CheckedComponent):
     (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
     The decision pipeline, in arrival order: A, the descriptor taken from
-    ``desc`` (its slot word being read); B, the slot word registered and the
-    decision (:class:`Decision`) computed from it; C, two entries holding
-    decided messages' terms (a FIFO). A message moves from B into C when C
-    has an entry free at the start of the cycle (a register), from A into B
-    when B is empty or moves; ``desc.ready`` is high while A, B or an entry
-    of C is free (a function of flip-flops only: no ready or stall signal
-    crosses more than one stage). The oldest message in C is decided as soon as the
-    issue queue has room (a combine: an entry free; anything else: the
-    queue empty), the back-end has credit for its RESULT and ``res_desc``
-    is ready: three cycles after it is taken at the earliest, one decision
-    per cycle. At the decision the verdict is registered, the slot word is
-    written (ACCEPT), the RESULT descriptor is offered and the message is
-    pushed to the issue queue (a combine or a retransmission) or its
-    payload released (anything else). A decision's outputs are final once
-    computed in B; only the decision waits. Slot words are forwarded, so
-    that every message sees the word left by every earlier message of its
-    slot, decided or still in C: a message taken tracks C's entries not yet
-    written and the one B pushes as it is taken (none is overwritten while
-    it is in A), and moving into B takes the youngest tracked ACCEPT of its
-    slot instead of the word it read; the word B pushes as it moves into B
-    is forwarded in B (the select registered). A message dropped by the
-    validator passes through the same stages (its slot word unused). With
-    ``acc_ram="compact"`` (fewest cells, for slow clocks) there is one stage:
-    B, decided from the slot RAM's read register through the combinational
-    decision, one cycle after the message is taken at the earliest; a
+    ``desc`` (its slot word being read); B1, the slot word registered and
+    compared with the message; B2, the decision (:class:`Decision` with
+    ``latency=1``: its stage register is B1's move into B2); C, two
+    entries holding decided messages' terms (a FIFO). A message moves from
+    B2 into C when C has an entry free at the start of the cycle (a
+    register), from B1 into B2 when B2 is empty or moves, from A into B1
+    when B1 is empty or moves and B1 holds no message of its slot (so two
+    messages of one slot are decided at least two cycles apart; messages
+    of other slots follow each other every cycle); ``desc.ready`` is high
+    while A is empty or moves (a function of flip-flops only: no ready or
+    stall signal crosses more than one stage). The oldest message in C is
+    decided as soon as the issue queue has room (a combine: an entry free;
+    anything else: the queue empty), the back-end has credit for its
+    RESULT and ``res_desc`` is ready: four cycles after it is taken at the
+    earliest, one decision per cycle. At the decision the verdict is
+    registered, the slot word is written (ACCEPT), the RESULT descriptor is
+    offered and the message is pushed to the issue queue (a combine or a
+    retransmission) or its payload released (anything else). A decision's
+    outputs are final once computed in B2; only the decision waits. Slot
+    words are forwarded, so that every message sees the word left by every
+    earlier message of its slot, decided or not: every message that passed
+    the validator carries the word after it (ACCEPT: the new word; any
+    other verdict: the word it saw), and a message moving into B1 takes
+    the word of the youngest such message of its slot ahead of it: B2's
+    (sampled as it moves into B1), else C's entries' (those not yet
+    written when it was taken, and any pushed since), else the word it
+    read; the choice is registered as it moves, so B1 forwards through one
+    multiplexer. A message dropped by the validator passes through the
+    same stages (its slot word unused). With ``acc_ram="compact"`` (fewest
+    cells, for slow clocks) there is one stage: B, decided from the slot
+    RAM's read register through the combinational decision, one cycle
+    after the message is taken at the earliest; a
     message is not taken while one of its slot is in B.
     """
 
@@ -155,7 +162,8 @@ class SlotTable(CheckedComponent):
 
         m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats,
                                                        compact=self._acc_ram == "compact")
-        m.submodules.decision = decision = Decision(p)
+        compact = self._acc_ram == "compact"
+        m.submodules.decision = decision = Decision(p, latency=0 if compact else 1)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
@@ -196,7 +204,6 @@ class SlotTable(CheckedComponent):
             "round": decision.round.shape(),
             "beats": unsigned(beat_count_bits(p)),
         })
-        compact = self._acc_ram == "compact"
         incoming = self.desc.payload
         take = Signal()
         decided = [
@@ -206,7 +213,9 @@ class SlotTable(CheckedComponent):
             ("result_beats", Mux(decision.needs_result, decision.beats, 0)),
             ("result_n", decision.result_n),
             ("completes", decision.completes),
-            ("new_state", decision.new_state),
+            # the word after the message (written only for ACCEPT, where it
+            # is the new word)
+            ("new_state", decision.new_state if compact else decision.state_after),
             ("first", decision.first),
             ("round", decision.round),
             ("beats", decision.beats),
@@ -215,8 +224,8 @@ class SlotTable(CheckedComponent):
         decide = Signal()
         a_valid, b_valid = Signal(), Signal()
         a_desc, b_desc = (Signal(desc_l, name=f"{n}_desc") for n in "ab")
-        m.d.comb += decision.desc.eq(b_desc)
         if compact:
+            m.d.comb += decision.desc.eq(b_desc)
             c_valid, c_desc = Signal(), Signal(desc_l, name="c_desc")
             c_free = ~c_valid | decide
             b_moves = b_valid & c_free
@@ -242,32 +251,37 @@ class SlotTable(CheckedComponent):
             pipeline_busy = b_valid
         else:
             # C: two entries in arrival order (``rptr`` the older), pushed
-            # by B and popped by the decision. B moves when C has an entry
-            # free at the start of the cycle (``c_room``, a register), A
-            # when B is empty or moves: every enable of A, B and C, and
-            # ``desc.ready``, is a function of flip-flops; the decision
-            # drives only C's pointers and valid bits (and what it acts on).
+            # by B2 and popped by the decision. B2 moves when C has an entry
+            # free at the start of the cycle (``c_room``, a register), B1
+            # when B2 is empty or moves, A when B1 is empty or moves and B1
+            # holds no message of its slot: every enable of A, B1, B2 and
+            # C, and ``desc.ready``, is a function of flip-flops; the
+            # decision drives only C's pointers and valid bits (and what it
+            # acts on).
             e_valid = [Signal(name=f"c{k}_valid") for k in range(2)]
-            e_acc = [Signal(name=f"c{k}_accept") for k in range(2)]
+            e_live = [Signal(name=f"c{k}_live") for k in range(2)]
             e_desc = [Signal(desc_l, name=f"c{k}_desc") for k in range(2)]
             e_terms = [Signal(terms_l, name=f"c{k}_terms") for k in range(2)]
             rptr, wptr = Signal(name="c_rptr"), Signal(name="c_wptr")
             c_room = Signal(init=1)
-            b_moves = b_valid & c_room
-            a_moves = a_valid & (~b_valid | c_room)
+            b1_valid, b1_desc = Signal(), Signal(desc_l, name="b1_desc")
+            a_same_b1, a_same_b2 = Signal(), Signal()
+            b_moves = b_valid & c_room                       # B2 into C
+            b1_moves = b1_valid & (~b_valid | c_room)        # B1 into B2
+            b1_free = ~b1_valid | ~b_valid | c_room
+            a_moves = a_valid & b1_free & ~a_same_b1
             ready = Signal()
-            m.d.comb += [ready.eq(~clearing & (~a_valid | ~b_valid | c_room)),
+            m.d.comb += [ready.eq(~clearing & (~a_valid | (b1_free & ~a_same_b1))),
                          self.desc.ready.eq(ready),
                          take.eq(self.desc.valid & ready)]
             head_valid = Mux(rptr, e_valid[1], e_valid[0])
             head = Signal(desc_l, name="c_head_desc")
             m.d.comb += [head.eq(Mux(rptr, e_desc[1], e_desc[0])),
                          terms.eq(Mux(rptr, e_terms[1], e_terms[0]))]
-            accept_b = decision.verdict == V.ACCEPT
             for k in range(2):
                 push_k = b_moves & (wptr == k)
                 with m.If(push_k):
-                    m.d.sync += [e_valid[k].eq(1), e_acc[k].eq(accept_b),
+                    m.d.sync += [e_valid[k].eq(1), e_live[k].eq(b_desc.verdict == V.ACCEPT),
                                  e_desc[k].eq(b_desc)]
                     m.d.sync += [getattr(e_terms[k], name).eq(value)
                                  for name, value in decided]
@@ -281,14 +295,40 @@ class SlotTable(CheckedComponent):
                          for k in range(2)]
             m.d.sync += c_room.eq(~(pend_next[0] & pend_next[1]))
 
-            # Slot words. A message taken while C's entries hold words not
-            # yet written, or while B pushes one, tracks those entries
-            # (``a_track``): until it moves into B no entry is overwritten
-            # (A waits only while B waits, and B alone pushes), so the
-            # youngest tracked ACCEPT of its slot (the last pushed first)
-            # replaces the word it read. The entry B pushes as the message
-            # moves into B is forwarded in B (``c_writes_b``, registered):
-            # it keeps its word while B waits.
+            # B1 and B2: the decision's two stages (``Decision(latency=1)``:
+            # B1 compares the slot word with the message, B2 decides).
+            m.d.comb += [decision.desc.eq(b1_desc), decision.en.eq(b1_moves)]
+            with m.If(a_moves):
+                m.d.sync += [b1_valid.eq(1), b1_desc.eq(a_desc)]
+            with m.Elif(b1_moves):
+                m.d.sync += b1_valid.eq(0)
+            with m.If(b1_moves):
+                m.d.sync += [b_valid.eq(1), b_desc.eq(b1_desc)]
+            with m.Elif(b_moves):
+                m.d.sync += b_valid.eq(0)
+
+            # Slot words. Every message that passed the validator ("live")
+            # carries the word after it (``state_after``, its verdict's), so
+            # a message needs only the word of the youngest live message of
+            # its slot ahead of it. It waits in A while B1 holds one
+            # (``a_same_b1``: one cycle between two decisions of a slot, the
+            # word of the first being computed in B2) and, moving into B1,
+            # takes the word of B2's message if it is of its slot
+            # (``a_same_b2``: ``c_last``, sampled from B2 as a message moves
+            # into B1 and as B2 moves, so it holds while B1 waits), else
+            # the youngest of C's entries of its slot that it tracks, else
+            # the word it read. It tracks (``a_track``) the entries not yet
+            # written when it was taken and every entry pushed since: an
+            # entry is overwritten while it waits in A only by a push at an
+            # edge where B1's message of its slot moves on (younger than
+            # every entry). B1 holds the RAM's word and C's registered apart,
+            # the choice registered: B1's forwarding is one multiplexer.
+            a_live = a_desc.verdict == V.ACCEPT
+            b1_live = b1_desc.verdict == V.ACCEPT
+            b2_live = b_desc.verdict == V.ACCEPT
+            same_a = a_valid & a_live & (a_desc.slot_abs == incoming.slot_abs)
+            same_b1 = b1_valid & b1_live & (b1_desc.slot_abs == incoming.slot_abs)
+            same_b2 = b_valid & b2_live & (b_desc.slot_abs == incoming.slot_abs)
             a_track = [Signal(name=f"a_track{k}") for k in range(2)]
             state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
                                          name="state_read")
@@ -296,39 +336,43 @@ class SlotTable(CheckedComponent):
                 m.d.sync += [a_valid.eq(1), a_desc.eq(incoming)]
                 m.d.sync += [a_track[k].eq(e_valid[k] | (b_moves & (wptr == k)))
                              for k in range(2)]
-            with m.Elif(a_moves):
-                m.d.sync += a_valid.eq(0)
-            hit = [a_track[k] & e_acc[k] & (e_desc[k].slot_abs == a_desc.slot_abs)
+                m.d.sync += [a_same_b1.eq(Mux(a_moves, same_a, ~b1_moves & same_b1)),
+                             a_same_b2.eq(Mux(b1_moves, same_b1, ~b_moves & same_b2))]
+            with m.Else():
+                with m.If(a_moves):
+                    m.d.sync += a_valid.eq(0)
+                m.d.sync += [a_track[k].eq(a_track[k] | (b_moves & (wptr == k)))
+                             for k in range(2)]
+                m.d.sync += [a_same_b1.eq(~b1_moves & a_same_b1),
+                             a_same_b2.eq(Mux(b1_moves, a_same_b1, ~b_moves & a_same_b2))]
+            hit = [a_track[k] & e_live[k] & (e_desc[k].slot_abs == a_desc.slot_abs)
                    for k in range(2)]
             last = ~wptr                    # the entry pushed last
             hit_last = Mux(last, hit[1], hit[0])
             hit_older = Mux(last, hit[0], hit[1])
-            b_state = Signal(state_l)
+            b1_ram = Signal(state_l, name="b1_ram")         # the word read
+            b1_fwd = Signal(state_l, name="b1_fwd")         # C's youngest of the slot
             with m.If(a_moves):
-                m.d.sync += [b_valid.eq(1), b_desc.eq(a_desc),
-                             b_state.eq(Mux(hit_last,
-                                            Mux(last, e_terms[1].new_state,
-                                                e_terms[0].new_state),
-                                            Mux(hit_older,
-                                                Mux(last, e_terms[0].new_state,
-                                                    e_terms[1].new_state),
-                                                state_read)))]
-            with m.Elif(b_moves):
-                m.d.sync += b_valid.eq(0)
-            # The word B pushes, kept while B waits, for the message behind it.
+                m.d.sync += [b1_ram.eq(state_read),
+                             b1_fwd.eq(Mux(hit_last,
+                                           Mux(last, e_terms[1].new_state,
+                                               e_terms[0].new_state),
+                                           Mux(last, e_terms[0].new_state,
+                                               e_terms[1].new_state)))]
+            # B2's word after its message, held while B1 waits.
             c_last = Signal(state_l, name="c_last_state")
-            with m.If(b_moves):
-                m.d.sync += c_last.eq(decision.new_state)
-            # (B moves or is empty: it next holds A's message, if any.)
-            c_writes_b_next = b_valid & a_valid & accept_b & (b_desc.slot_abs == a_desc.slot_abs)
+            with m.If(a_moves | b_moves):
+                m.d.sync += c_last.eq(decision.state_after)
             forwarded = Signal(state_l)
             for v in range(2):
-                c_writes_b = Signal(name=f"c_writes_b{v}", attrs=KEEP)
-                with m.If(~b_valid | c_room):
-                    m.d.sync += c_writes_b.eq(c_writes_b_next)
-                m.d.comb += forwarded[v].eq(Mux(c_writes_b, c_last[v], b_state[v]))
+                from_b2 = Signal(name=f"b1_from_b2_{v}", attrs=KEEP)
+                from_c = Signal(name=f"b1_from_c_{v}", attrs=KEEP)
+                with m.If(a_moves):
+                    m.d.sync += [from_b2.eq(a_same_b2), from_c.eq(hit_last | hit_older)]
+                m.d.comb += forwarded[v].eq(Mux(from_b2, c_last[v],
+                                                Mux(from_c, b1_fwd[v], b1_ram[v])))
             m.d.comb += decision.state.eq(forwarded)
-            pipeline_busy = a_valid | b_valid | e_valid[0] | e_valid[1]
+            pipeline_busy = a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
 
         # ---------------- the decision ----------------
         # The word written by this cycle's decision (an ACCEPT).

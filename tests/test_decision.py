@@ -93,20 +93,24 @@ def _messages(rng: random.Random, params: Params, jobs: JobTable, sw: Switch, n:
             planned.pop((job.id, slot, ver), None)
 
 
+@pytest.mark.parametrize("latency", [0, 1])
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decision_matches_golden_model(name, request):
+def test_decision_matches_golden_model(name, latency, request):
     seed = seed_of(request)
     pd, jd = CONFIGS[name]
     params = Params(**pd)
     jobs = JobTable([Job(enabled=True, **j) for j in jd], params)
     rng = random.Random(seed)
     sw = Switch(params, jobs)
-    dut = Decision(params)
+    dut = Decision(params, latency=latency)
     L = params.lanes
     seen = {"verdicts": set(), "checked": 0}
 
     async def tb(ctx):
         for job, msg in _messages(rng, params, jobs, sw, 600):
+            # another slot's word, the inputs while a stage register holds
+            other_job = rng.choice(list(jobs))
+            other_slot = (other_job.id, rng.randrange(other_job.slots))
             verdict, h = sw.validate(msg)
             assert verdict is None
             slot_abs = job.slot_base + h.slot
@@ -120,11 +124,24 @@ def test_decision_matches_golden_model(name, request):
                          "dtype": h.dtype, "op": h.op, "count": h.count, "offset": h.offset},
                 "tag": rng.getrandbits(16), "slot_abs": slot_abs, "workers": job.workers,
                 "beats": -(-h.count // L)})
+            if latency:
+                # sampled at an edge with en high, then held while en is low
+                # and the inputs change
+                ctx.set(dut.en, 1)
+                await ctx.tick()
+                ctx.set(dut.en, 0)
+                ctx.set(dut.state, [_copy_value(sw.copy_state(*other_slot, v)) for v in (0, 1)])
+                ctx.set(dut.desc.meta.worker, rng.randrange(params.workers))
+                ctx.set(dut.desc.meta.ver, rng.randrange(2))
+                ctx.set(dut.desc.verdict, rng.choice(list(Verdict)))
+                await ctx.tick()
             got_verdict = Verdict(ctx.get(dut.verdict).value)
             mode = ctx.get(dut.mode)
             if dropped is not None:
                 assert got_verdict is dropped and mode is Mode.DISCARD
                 assert not ctx.get(dut.needs_result) and not ctx.get(dut.completes)
+                assert [_copy_of(ctx.get(dut.state_after)[v]) for v in (0, 1)] == \
+                    [_copy_value(s) for s in before]
                 continue
             out = sw.receive(msg)
             ctx_info = (seed, seen["checked"], before, h)
@@ -135,6 +152,8 @@ def test_decision_matches_golden_model(name, request):
                            Verdict.RETRANSMIT: Mode.RETRANSMIT}.get(out.verdict, Mode.DISCARD)
             assert mode is expect_mode, ctx_info
             after = [sw.copy_state(job.id, h.slot, v) for v in (0, 1)]
+            assert [_copy_of(ctx.get(dut.state_after)[v]) for v in (0, 1)] == \
+                [_copy_value(s) for s in after], ctx_info
             if out.verdict is Verdict.ACCEPT:
                 new_state = ctx.get(dut.new_state)
                 assert [_copy_of(new_state[v]) for v in (0, 1)] == \
@@ -159,6 +178,8 @@ def test_decision_matches_golden_model(name, request):
                 assert ctx.get(dut.beats) == -(-r.count // L)
 
     sim = Simulator(dut)
+    if latency:
+        sim.add_clock(1e-6)
     sim.add_testbench(tb)
     sim.run()
     # The traffic reached every outcome of the slot algorithm.

@@ -44,7 +44,7 @@ MUTATION_RUNS = {
     "double_combine": ("once", 37, True),
     "no_range_check": ("isolation", 18, False),
     "lost_verdict": ("verdicts", 22, False),
-    "counter_swap": ("verdicts", 22, False),
+    "counter_swap": ("verdicts", 23, False),
     "short_multicast": ("results", 22, False),
     "repeat_destination": ("fanout", 14, False),
     "stuck_egress": ("liveness", 28, True),
