@@ -32,8 +32,11 @@ class JobTable(wiring.Component):
       disabled, for ids >= J) and ``lookup_valid`` (id < J);
       ``lookup_limit``: the slots the job's messages may address, ``0 ..
       limit - 1`` with ``limit = min(nslots, S - base)`` (0 when ``base >=
-      S``), kept in a register of its own updated with the write of
-      ``base`` or ``nslots`` (so a lookup compares one value, no sum).
+      S``), kept in a register of its own (so a lookup compares one value,
+      no sum): 0 in the cycle after a write of ``base`` or ``nslots`` (no
+      slot in range), the new limit from the cycle after that (``S -
+      base`` is registered at the write of ``base``, the minimum a cycle
+      later, so no carry chain runs from a register through both).
 
     Reset disables every job. Values are stored as written; the control
     software keeps ranges inside S and apart (``netagg.jobs`` checks).
@@ -59,26 +62,27 @@ class JobTable(wiring.Component):
         S = self._params.slots
         entries = [Signal(self._entry, name=f"job{j}") for j in range(J)]
         limits = [Signal(range(S + 1), name=f"job{j}_limit") for j in range(J)]
-
-        def limit(base, nslots):
-            room = Mux(base >= S, 0, S - base)
-            return Mux(nslots < room, nslots, room)
+        rooms = [Signal(range(S + 1), name=f"job{j}_room", init=S) for j in range(J)]   # S - base
         reg_bits = (regmap.JOB_REGS - 1).bit_length()
         job_sel = self.addr[reg_bits:reg_bits + 8]
         reg_sel = self.addr[0:reg_bits]
         in_range = (self.addr[reg_bits + 8:] == 0) & (job_sel < J)
         base_w = self.wdata[:regmap.JOB_BASE_BITS]
         nslots_w = self.wdata[:regmap.JOB_NSLOTS_BITS]
-        for j, (e, lim) in enumerate(zip(entries, limits, strict=True)):
+        for j, (e, lim, room) in enumerate(zip(entries, limits, rooms, strict=True)):
+            # the limit from registers, except in the cycle after a write
+            # of base or nslots (0 then)
+            m.d.sync += lim.eq(Mux(e.nslots < room, e.nslots, room))
             with m.If(self.we & in_range & (job_sel == j)):
                 with m.Switch(reg_sel):
                     with m.Case(regmap.JOB_CTRL):
                         m.d.sync += [e.enable.eq(self.wdata[regmap.JOB_ENABLE_BIT]),
                                      e.workers.eq(self.wdata[_WORKERS])]
                     with m.Case(regmap.JOB_BASE_SLOT):
-                        m.d.sync += [e.base.eq(base_w), lim.eq(limit(base_w, e.nslots))]
+                        m.d.sync += [e.base.eq(base_w), lim.eq(0),
+                                     room.eq(Mux(base_w >= S, 0, S - base_w))]
                     with m.Case(regmap.JOB_NSLOTS):
-                        m.d.sync += [e.nslots.eq(nslots_w), lim.eq(limit(e.base, nslots_w))]
+                        m.d.sync += [e.nslots.eq(nslots_w), lim.eq(0)]
         with m.Switch(job_sel):
             for j, e in enumerate(entries):
                 with m.Case(j):
