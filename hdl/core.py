@@ -99,7 +99,7 @@ class NetaggCore(CheckedComponent):
             jobs.lookup_job.eq(val.job_id),
             val.job.eq(jobs.lookup),
             val.job_valid.eq(jobs.lookup_valid),
-            val.job_limit.eq(jobs.lookup_limit),
+            val.job_room.eq(jobs.lookup_room),
         ]
         wiring.connect(m, val.data, slots.data)
         if compact:

@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
 from netagg.hdl.layouts import bits_for
+from netagg.hdl.netlist import KEEP
 from netagg.params import Params
 
 job_entry = data.StructLayout({
@@ -30,13 +31,14 @@ class JobTable(wiring.Component):
       effective the next cycle; ``rdata``: the register at ``addr``,
       combinational. ``lookup_job`` -> ``lookup``: the entry (all zero, so
       disabled, for ids >= J) and ``lookup_valid`` (id < J);
-      ``lookup_limit``: the slots the job's messages may address, ``0 ..
-      limit - 1`` with ``limit = min(nslots, S - base)`` (0 when ``base >=
-      S``), kept in a register of its own (so a lookup compares one value,
-      no sum): 0 in the cycle after a write of ``base`` or ``nslots`` (no
-      slot in range), the new limit from the cycle after that (``S -
-      base`` is registered at the write of ``base``, the minimum a cycle
-      later, so no carry chain runs from a register through both).
+      ``lookup_room``: ``S - base`` (0 when ``base >= S``, and for ids >=
+      J), registered at the write of ``base``, so that the slots a job's
+      messages may address are those below both ``nslots`` and
+      ``lookup_room`` (two compares, no sum). Every lookup output shows a
+      write the cycle after it, like ``rdata``; it is read from a kept copy
+      of the entries written at the same edges (``keep``: the lookup's user
+      is not wired to the register port's registers, and can be placed
+      apart from them).
 
     Reset disables every job. Values are stored as written; the control
     software keeps ranges inside S and apart (``netagg.jobs`` checks).
@@ -53,7 +55,7 @@ class JobTable(wiring.Component):
             "lookup_job": In(8),
             "lookup": Out(self._entry),
             "lookup_valid": Out(1),
-            "lookup_limit": Out(bits_for(params.slots + 1)),
+            "lookup_room": Out(bits_for(params.slots + 1)),
         })
 
     def elaborate(self, platform):
@@ -61,28 +63,28 @@ class JobTable(wiring.Component):
         J = self._params.jobs
         S = self._params.slots
         entries = [Signal(self._entry, name=f"job{j}") for j in range(J)]
-        limits = [Signal(range(S + 1), name=f"job{j}_limit") for j in range(J)]
-        rooms = [Signal(range(S + 1), name=f"job{j}_room", init=S) for j in range(J)]   # S - base
+        # the lookup's copies, written with the entries
+        copies = [Signal(self._entry, name=f"job{j}_lookup", attrs=KEEP) for j in range(J)]
+        rooms = [Signal(range(S + 1), name=f"job{j}_room", init=S, attrs=KEEP)
+                 for j in range(J)]
         reg_bits = (regmap.JOB_REGS - 1).bit_length()
         job_sel = self.addr[reg_bits:reg_bits + 8]
         reg_sel = self.addr[0:reg_bits]
         in_range = (self.addr[reg_bits + 8:] == 0) & (job_sel < J)
         base_w = self.wdata[:regmap.JOB_BASE_BITS]
         nslots_w = self.wdata[:regmap.JOB_NSLOTS_BITS]
-        for j, (e, lim, room) in enumerate(zip(entries, limits, rooms, strict=True)):
-            # the limit from registers, except in the cycle after a write
-            # of base or nslots (0 then)
-            m.d.sync += lim.eq(Mux(e.nslots < room, e.nslots, room))
+        for j, (e, c, room) in enumerate(zip(entries, copies, rooms, strict=True)):
             with m.If(self.we & in_range & (job_sel == j)):
                 with m.Switch(reg_sel):
                     with m.Case(regmap.JOB_CTRL):
-                        m.d.sync += [e.enable.eq(self.wdata[regmap.JOB_ENABLE_BIT]),
-                                     e.workers.eq(self.wdata[_WORKERS])]
+                        m.d.sync += [x.enable.eq(self.wdata[regmap.JOB_ENABLE_BIT])
+                                     for x in (e, c)]
+                        m.d.sync += [x.workers.eq(self.wdata[_WORKERS]) for x in (e, c)]
                     with m.Case(regmap.JOB_BASE_SLOT):
-                        m.d.sync += [e.base.eq(base_w), lim.eq(0),
+                        m.d.sync += [e.base.eq(base_w), c.base.eq(base_w),
                                      room.eq(Mux(base_w >= S, 0, S - base_w))]
                     with m.Case(regmap.JOB_NSLOTS):
-                        m.d.sync += [e.nslots.eq(nslots_w), lim.eq(0)]
+                        m.d.sync += [e.nslots.eq(nslots_w), c.nslots.eq(nslots_w)]
         with m.Switch(job_sel):
             for j, e in enumerate(entries):
                 with m.Case(j):
@@ -97,7 +99,7 @@ class JobTable(wiring.Component):
                             m.d.comb += self.rdata.eq(e.nslots)
         m.d.comb += self.lookup_valid.eq(self.lookup_job < J)
         with m.Switch(self.lookup_job):
-            for j, e in enumerate(entries):
+            for j, (c, room) in enumerate(zip(copies, rooms, strict=True)):
                 with m.Case(j):
-                    m.d.comb += [self.lookup.eq(e), self.lookup_limit.eq(limits[j])]
+                    m.d.comb += [self.lookup.eq(c), self.lookup_room.eq(room)]
         return m

@@ -60,7 +60,7 @@ class Validator(wiring.Component):
             "job_id": Out(8),
             "job": In(job_entry),
             "job_valid": In(1),
-            "job_limit": In(layouts.bits_for(params.slots + 1)),
+            "job_room": In(layouts.bits_for(params.slots + 1)),
             "busy": Out(1),
         })
 
@@ -102,7 +102,7 @@ class Validator(wiring.Component):
         # The S and W_max bounds only matter for a job table written with
         # values beyond the build's limits: such a job cannot reach outside
         # the slot RAM or the bitmap.
-        with m.Elif(hdr.slot >= self.job_limit):     # nslots, and the end of the slot RAM
+        with m.Elif((hdr.slot >= job.nslots) | (hdr.slot >= self.job_room)):  # the slot RAM's end
             m.d.comb += verdict.eq(layouts.Verdict.BAD_SLOT)
         with m.Elif((hdr.worker >= job.workers) | (hdr.worker >= p.workers)):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_WORKER)

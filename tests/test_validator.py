@@ -109,7 +109,7 @@ def test_verdicts_and_beats_match_golden_model(name, request):
             ctx.set(dut.job, entries[job_id])
             ctx.set(dut.job_valid, job_id < params.jobs)
             e = entries[job_id]
-            ctx.set(dut.job_limit, max(0, min(e["nslots"], params.slots - e["base"])))
+            ctx.set(dut.job_room, max(0, params.slots - e["base"]))
 
     async def sink(ctx):
         while True:

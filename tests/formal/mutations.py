@@ -117,7 +117,7 @@ def _no_range_check(stack):
             wide = Signal(inner.shape(), name="mutant_lookup")
             m.d.comb += [wide.eq(inner), wide.nslots.eq(-1)]
             return wide
-        if path == ("lookup_limit",):          # what the validator compares
+        if path == ("lookup_room",):           # the validator compares both
             return Const((1 << len(inner)) - 1, len(inner))
         return None
     stack.enter_context(_wrapping(core, "JobTable", edit))
