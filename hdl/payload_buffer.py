@@ -9,6 +9,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl.checked import CheckedComponent
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits
 from netagg.hdl.validator import payload_beat
@@ -29,16 +30,19 @@ class PayloadBuffer(CheckedComponent):
     -----
     w : In(stream of payload_beat)
         Beats to store. ``w.ready`` is registered: high when fewer than
-        ``depth - 1`` beats were held in the previous cycle (before its write
-        and release), so a beat written while it is high always fits. Low
-        in the first cycle after reset. One beat per cycle.
+        ``depth - 2`` beats (``depth - 1`` with ``compact=True``) were
+        counted in the previous cycle (before its write and release; a beat
+        is counted from the cycle after its write), so a beat written while
+        it is high always fits. Low in the first cycle after reset. One
+        beat per cycle.
     rd_addr : In(address)
         Read address; ``rd_data`` holds that beat one cycle later (a block
         RAM read with its output register). A beat accepted on ``w`` in
         cycle t is written into the RAM at the end of cycle t + 1 (the
-        write's address, data and enable are registered: the enable's
-        fanout to the whole RAM starts at a register); the caller reads it
-        from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
+        write's data and enable are registered, the address is the write
+        pointer, which counts the registered writes: the enable's fanout
+        to the whole RAM and the pointer start at registers); the caller
+        reads it from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
         cells): the write is not registered (readable from cycle t + 1 on).
     release : In(count)
         Beats freed this cycle, oldest first; the space is seen by
@@ -57,7 +61,7 @@ class PayloadBuffer(CheckedComponent):
         of ``take`` and ``drop`` are computed from the other ports, which
         they only select: they may arrive late in the cycle.
     empty : Out(1)
-        Combinational: no beat is held (written and not yet released).
+        Combinational: no beat is held (accepted and not yet released).
     """
 
     @staticmethod
@@ -99,27 +103,38 @@ class PayloadBuffer(CheckedComponent):
         freed = Signal(abits + 1)        # beats freed (mod 2 depth)
         head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
         held = Signal(abits + 1)
-        room = Signal()                  # registered: a beat written now still fits
-        write = self.w.valid & self.w.ready
-        w_addr = Signal(abits)
         w_data = Signal(payload_beat(self._params))
         w_en = Signal()
         if self._compact:
-            m.d.comb += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
+            room = Signal()              # registered: a beat written now still fits
+            write = self.w.valid & room
+            m.d.comb += [w_data.eq(self.w.payload), w_en.eq(write), self.w.ready.eq(room)]
+            m.d.sync += room.eq(held < depth - 1)
+            with m.If(write):
+                m.d.sync += written.eq(written + 1)
+            m.d.comb += self.empty.eq(held == 0)
         else:
-            m.d.sync += [w_addr.eq(written[:abits]), w_data.eq(self.w.payload), w_en.eq(write)]
-        m.d.sync += room.eq(held < depth - 1)
+            # The beat accepted is registered, and written (and counted in
+            # ``written``) a cycle later: only registers drive the RAM's
+            # write and the pointer's enable. ``held`` lags by the beat in
+            # the register, so the room leaves one more beat. Two kept
+            # copies of the room: one for the writer's side (``w.ready``),
+            # one for the write register's.
+            room = Signal(name="room", attrs=KEEP)
+            room_w = Signal(name="room_w", attrs=KEEP)
+            m.d.sync += [room.eq(held < depth - 2), room_w.eq(held < depth - 2)]
+            m.d.sync += [w_data.eq(self.w.payload), w_en.eq(self.w.valid & room_w)]
+            m.d.comb += self.w.ready.eq(room)
+            with m.If(w_en):
+                m.d.sync += written.eq(written + 1)
+            m.d.comb += self.empty.eq((held == 0) & ~w_en)
         m.d.comb += [
             held.eq(written - freed),
-            self.w.ready.eq(room),
-            wr.addr.eq(w_addr),
+            wr.addr.eq(written[:abits]),
             wr.data.eq(w_data),
             wr.en.eq(w_en),
             self.head.eq(head[:abits]),
-            self.empty.eq(held == 0),
         ]
-        with m.If(write):
-            m.d.sync += written.eq(written + 1)
         dropped = self.take & self.drop
         m.d.sync += [freed.eq(Mux(dropped, freed + self.release + self.claim,
                                   freed + self.release)),

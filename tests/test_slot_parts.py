@@ -42,11 +42,12 @@ def test_result_credit_model(capacity, need, request):
     sim.run()
 
 
+@pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("depth", [4, 8])
-def test_payload_buffer_model(depth, request):
+def test_payload_buffer_model(depth, compact, request):
     rng = random.Random(seed_of(request))
     params = Params(lanes=2, elements=8, workers=2, slots=2, jobs=1)
-    dut = PayloadBuffer(params, depth=depth)
+    dut = PayloadBuffer(params, depth=depth, compact=compact)
 
     async def tb(ctx):
         written = []            # every beat written, in order (index = position)
@@ -56,6 +57,9 @@ def test_payload_buffer_model(depth, request):
         readable = [0, 0]       # beats accepted before the last cycle, before this one
         for _ in range(600):
             held = len(written) - freed
+            # counted by the buffer: every beat written into the RAM (with
+            # the registered write, those accepted before the last cycle)
+            counted = (len(written) if compact else readable[0]) - freed
             assert ctx.get(dut.w.ready) == room
             assert ctx.get(dut.empty) == (held == 0)
             assert ctx.get(dut.head) == head % depth
@@ -64,8 +68,10 @@ def test_payload_buffer_model(depth, request):
             ctx.set(dut.w.valid, valid)
             ctx.set(dut.w.payload, beat)
             # Read a held beat accepted two cycles ago or earlier (the RAM
-            # write is registered: not one accepted this cycle or the last).
-            addr = rng.randrange(freed, readable[0]) if readable[0] > freed else None
+            # write is registered: not one accepted this cycle or the last;
+            # compact: one cycle ago or earlier).
+            ready_to_read = readable[1] if compact else readable[0]
+            addr = rng.randrange(freed, ready_to_read) if ready_to_read > freed else None
             ctx.set(dut.rd_addr, (addr or 0) % depth)
             # the head message's beats, claimed or not (then any count);
             # claimed and dropped (freed at once) only when nothing older is
@@ -88,7 +94,8 @@ def test_payload_buffer_model(depth, request):
                 head += claim
             freed += release + (claim if dropped else 0)
             readable = [readable[1], len(written)]
-            room = int(held < depth - 1)     # as held at the start of the cycle
+            # as counted at the start of the cycle
+            room = int(counted < (depth - 1 if compact else depth - 2))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
