@@ -5,7 +5,7 @@ function of its descriptor and its slot word (golden model:
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
@@ -118,7 +118,8 @@ class Decision(wiring.Component):
             """``value`` after the stage register (itself with latency 0)."""
             if not self._latency:
                 return value
-            reg = Signal.like(value, name=name, reset_less=True) if isinstance(value, Signal) \
+            reg = Signal.like(value, name=name, reset_less=True) \
+                if isinstance(value, (Signal, data.View)) \
                 else Signal(len(value), name=name, reset_less=True)
             with m.If(self.en):
                 m.d.sync += reg.eq(value)
@@ -140,13 +141,7 @@ class Decision(wiring.Component):
                        (n_in == 0) | copy_in.done,                   # fresh round
                        Mux((n_in == 0) | copy_in.done, 1, n_in + 1) == desc_in.workers)
 
-        if self._latency:
-            desc = Signal.like(self.desc, name="s_desc", reset_less=True)
-            state = Signal.like(self.state, name="s_state", reset_less=True)
-            with m.If(self.en):
-                m.d.sync += [desc.eq(self.desc), state.eq(self.state)]
-        else:
-            desc, state = self.desc, self.state
+        desc, state = stage(self.desc, "s_desc"), stage(self.state, "s_state")
         worker_bit = stage(worker_bit_in, "s_worker_bit")
         meta_differs = stage(differs_in, "s_differs").any()
         flags = stage(flags_in, "s_flags")

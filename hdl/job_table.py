@@ -65,8 +65,7 @@ class JobTable(wiring.Component):
         entries = [Signal(self._entry, name=f"job{j}") for j in range(J)]
         # the lookup's copies, written with the entries
         copies = [Signal(self._entry, name=f"job{j}_lookup", attrs=KEEP) for j in range(J)]
-        rooms = [Signal(range(S + 1), name=f"job{j}_room", init=S, attrs=KEEP)
-                 for j in range(J)]
+        rooms = [Signal(range(S + 1), name=f"job{j}_room", init=S) for j in range(J)]
         reg_bits = (regmap.JOB_REGS - 1).bit_length()
         job_sel = self.addr[reg_bits:reg_bits + 8]
         reg_sel = self.addr[0:reg_bits]
