@@ -32,10 +32,12 @@ class Decision(wiring.Component):
     ``desc`` and ``state`` alone. ``latency=1``: a pipeline stage inside
     (for the clock, docs/boards.md): the outputs are those of the ``desc``
     and ``state`` sampled at the most recent clock edge with ``en`` high,
-    held while ``en`` is low (a stage register after the compares of the
-    slot word with the message: which copy, the bitmap, count and metadata
-    compares; the verdict and the new word are computed after it). The
-    slot table registers the outputs it needs before acting on them.
+    held while ``en`` is low. Before the stage register: everything that
+    does not depend on whether the metadata matches (which copy, the
+    bitmap, the count, the word after an ACCEPT, a retransmission and its
+    round) and the metadata compares per field; after it, their OR decides
+    ACCEPT or MISMATCH and selects the outputs (a few LUT levels). The slot
+    table registers the outputs it needs before acting on them.
 
     Inputs
     ------
@@ -125,77 +127,86 @@ class Decision(wiring.Component):
                 m.d.sync += reg.eq(value)
             return reg
 
-        # ---- before the stage register: the compares of the word with the message
+        # ---- before the stage register: everything but the metadata compare's
+        # outcome (the compares themselves, per field, ORed after the stage):
+        # which copy, the bitmap, the count, the word after an ACCEPT, the
+        # retransmission and its round.
         desc_in, hdr_in = self.desc, self.desc.meta
-        copy_in = self.state[hdr_in.ver]
+        ver_in = hdr_in.ver
+        copy_in, other_in = self.state[ver_in], self.state[~ver_in]
         worker_bit_in = Signal(p.workers)
         for i in range(p.workers):
             m.d.comb += worker_bit_in[i].eq(hdr_in.worker == i)
-        # a field's compare (the offset's per byte), ORed after the stage
         differs_in = Cat(hdr_in.dtype != copy_in.dtype, hdr_in.op != copy_in.op,
                          hdr_in.count != copy_in.count,
                          *(hdr_in.offset[k:k + 8] != copy_in.offset[k:k + 8]
                            for k in range(0, 32, 8)))
-        n_in = copy_in.n
-        flags_in = Cat(~(copy_in.bits & worker_bit_in).any(),       # new contributor
-                       (n_in == 0) | copy_in.done,                   # fresh round
-                       Mux((n_in == 0) | copy_in.done, 1, n_in + 1) == desc_in.workers)
+        fresh_in = (copy_in.n == 0) | copy_in.done
+        n_after_in = Signal(len(copy_in.n) + 1)
+        m.d.comb += n_after_in.eq(Mux(fresh_in, 1, copy_in.n + 1))
+        new_contributor_in = ~(copy_in.bits & worker_bit_in).any()
+        desc_ok_in = desc_in.verdict == V.ACCEPT
+        retransmit_in = desc_ok_in & ~new_contributor_in & copy_in.done
+        complete_in = n_after_in == desc_in.workers
+        flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, retransmit_in)
 
-        desc, state = stage(self.desc, "s_desc"), stage(self.state, "s_state")
-        worker_bit = stage(worker_bit_in, "s_worker_bit")
-        meta_differs = stage(differs_in, "s_differs").any()
-        flags = stage(flags_in, "s_flags")
-        new_contributor, fresh_round, complete = flags[0], flags[1], flags[2]
-
-        hdr = desc.meta
-        ver = hdr.ver
-        copy = state[ver]               # the copy the message is for
-        other = state[~ver]
-        round_open = ~fresh_round
-        n_after = Signal(len(copy.n) + 1)
-        m.d.comb += n_after.eq(Mux(fresh_round, 1, copy.n + 1))
-
-        with m.If(desc.verdict != V.ACCEPT):
-            m.d.comb += [self.verdict.eq(desc.verdict), self.mode.eq(Mode.DISCARD)]
-        with m.Elif(new_contributor & round_open & meta_differs):
-            m.d.comb += [self.verdict.eq(V.MISMATCH), self.mode.eq(Mode.DISCARD)]
-        with m.Elif(new_contributor):
-            m.d.comb += [self.verdict.eq(V.ACCEPT), self.mode.eq(Mode.LANES),
-                         self.completes.eq(complete), self.needs_result.eq(complete)]
-        with m.Elif(copy.done):
-            m.d.comb += [self.verdict.eq(V.RETRANSMIT), self.mode.eq(Mode.RETRANSMIT),
-                         self.needs_result.eq(1)]
-        with m.Else():
-            m.d.comb += [self.verdict.eq(V.DUPLICATE), self.mode.eq(Mode.DISCARD)]
-
-        accepted = self.verdict == V.ACCEPT
-        retransmit = self.verdict == V.RETRANSMIT
-        m.d.comb += [
-            self.first.eq(fresh_round),
-            self.result_n.eq(Mux(accepted, n_after, copy.n)),
-            self.round.dtype.eq(Mux(retransmit, copy.dtype, hdr.dtype)),
-            self.round.op.eq(Mux(retransmit, copy.op, hdr.op)),
-            self.round.count.eq(Mux(retransmit, copy.count, hdr.count)),
-            self.round.offset.eq(Mux(retransmit, copy.offset, hdr.offset)),
-            # both candidates' beat counts at once: the verdict only selects
-            self.beats.eq(Mux(retransmit, beats_of(copy.count, p.lanes),
-                              beats_of(hdr.count, p.lanes))),
-        ]
-
-        new = self.new_state
-        m.d.comb += new.eq(state)
-        with m.If(other.done):
-            m.d.comb += new[~ver].bits.eq(other.bits & ~worker_bit)
-        with m.If(fresh_round):
+        new_in = Signal(slot_state(p))
+        m.d.comb += new_in.eq(self.state)
+        with m.If(other_in.done):
+            m.d.comb += new_in[~ver_in].bits.eq(other_in.bits & ~worker_bit_in)
+        with m.If(fresh_in):
             m.d.comb += [
-                new[ver].bits.eq(worker_bit),
-                new[ver].dtype.eq(hdr.dtype),
-                new[ver].op.eq(hdr.op),
-                new[ver].count.eq(hdr.count),
-                new[ver].offset.eq(hdr.offset),
+                new_in[ver_in].bits.eq(worker_bit_in),
+                new_in[ver_in].dtype.eq(hdr_in.dtype),
+                new_in[ver_in].op.eq(hdr_in.op),
+                new_in[ver_in].count.eq(hdr_in.count),
+                new_in[ver_in].offset.eq(hdr_in.offset),
             ]
         with m.Else():
-            m.d.comb += new[ver].bits.eq(copy.bits | worker_bit)
-        m.d.comb += [new[ver].n.eq(n_after), new[ver].done.eq(complete)]
-        m.d.comb += self.state_after.eq(Mux(accepted, new, state))
+            m.d.comb += new_in[ver_in].bits.eq(copy_in.bits | worker_bit_in)
+        m.d.comb += [new_in[ver_in].n.eq(n_after_in), new_in[ver_in].done.eq(complete_in)]
+
+        round_in = Signal(round_meta(p))
+        m.d.comb += [
+            round_in.dtype.eq(Mux(retransmit_in, copy_in.dtype, hdr_in.dtype)),
+            round_in.op.eq(Mux(retransmit_in, copy_in.op, hdr_in.op)),
+            round_in.count.eq(Mux(retransmit_in, copy_in.count, hdr_in.count)),
+            round_in.offset.eq(Mux(retransmit_in, copy_in.offset, hdr_in.offset)),
+        ]
+        # both candidates' beat counts at once: the retransmission only selects
+        beats_in = Mux(retransmit_in, beats_of(copy_in.count, p.lanes),
+                       beats_of(hdr_in.count, p.lanes))
+
+        desc, state = stage(self.desc, "s_desc"), stage(self.state, "s_state")
+        new = stage(new_in, "s_new")
+        meta_differs = stage(differs_in, "s_differs").any()
+        flags = stage(flags_in, "s_flags")
+        n_after = stage(n_after_in, "s_n_after")
+        rnd = stage(round_in, "s_round")
+        beats = stage(beats_in, "s_beats")
+        new_contributor, fresh_round, complete, desc_ok, retransmit = (flags[k] for k in range(5))
+
+        # ---- after it: the metadata compare's outcome decides ACCEPT or MISMATCH
+        copy = state[desc.meta.ver]
+        accepted = desc_ok & new_contributor & (fresh_round | ~meta_differs)
+        with m.If(~desc_ok):
+            m.d.comb += [self.verdict.eq(desc.verdict), self.mode.eq(Mode.DISCARD)]
+        with m.Elif(new_contributor & ~fresh_round & meta_differs):
+            m.d.comb += [self.verdict.eq(V.MISMATCH), self.mode.eq(Mode.DISCARD)]
+        with m.Elif(new_contributor):
+            m.d.comb += [self.verdict.eq(V.ACCEPT), self.mode.eq(Mode.LANES)]
+        with m.Elif(copy.done):
+            m.d.comb += [self.verdict.eq(V.RETRANSMIT), self.mode.eq(Mode.RETRANSMIT)]
+        with m.Else():
+            m.d.comb += [self.verdict.eq(V.DUPLICATE), self.mode.eq(Mode.DISCARD)]
+        m.d.comb += [
+            self.completes.eq(accepted & complete),
+            self.needs_result.eq((accepted & complete) | retransmit),
+            self.first.eq(fresh_round),
+            self.result_n.eq(Mux(accepted, n_after, copy.n)),
+            self.round.eq(rnd),
+            self.beats.eq(beats),
+            self.new_state.eq(new),
+            self.state_after.eq(Mux(accepted, new, state)),
+        ]
         return m

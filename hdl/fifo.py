@@ -25,6 +25,10 @@ class BufferedFIFO(SyncFIFOBuffered):
     read-during-write behaviour of the RAM does not matter. Without the
     attribute Yosys emulates it with a register of the write data and a
     multiplexer per bit, which doubles the flip-flops of every queue.
+
+    ``w_rdy`` is a flip-flop (the same value, registered from the next
+    level): a writer's enable may depend on it without a path through the
+    level counter.
     """
 
     def elaborate(self, platform):
@@ -39,9 +43,17 @@ class BufferedFIFO(SyncFIFOBuffered):
         m.d.comb += [
             self.w_level.eq(self.level),
             self.r_level.eq(self.level),
-            self.w_rdy.eq(inner_level != inner_depth),
             inner_r_rdy.eq(inner_level != 0),
         ]
+        # the room after this cycle: compares of the level register with
+        # constants, chosen by the enables (no path through the counter)
+        room = Signal(init=1, name="w_room")
+        m.d.comb += self.w_rdy.eq(room)
+        with m.If(do_write & ~do_inner_read):
+            m.d.sync += [inner_level.eq(inner_level + 1),
+                         room.eq(inner_level != inner_depth - 1)]
+        with m.If(do_inner_read & ~do_write):
+            m.d.sync += [inner_level.eq(inner_level - 1), room.eq(1)]
 
         m.submodules.storage = storage = Memory(shape=self.width, depth=inner_depth, init=[],
                                                 attrs=NO_RW_CHECK)
@@ -63,10 +75,6 @@ class BufferedFIFO(SyncFIFOBuffered):
             m.d.sync += produce.eq(incr(produce))
         with m.If(do_inner_read):
             m.d.sync += consume.eq(incr(consume))
-        with m.If(do_write & ~do_inner_read):
-            m.d.sync += inner_level.eq(inner_level + 1)
-        with m.If(do_inner_read & ~do_write):
-            m.d.sync += inner_level.eq(inner_level - 1)
         with m.If(do_inner_read):
             m.d.sync += self.r_rdy.eq(1)
         with m.Elif(self.r_en):

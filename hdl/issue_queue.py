@@ -32,6 +32,7 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "valid": unsigned(1),
         "rtx": unsigned(1),
         "slot": unsigned(layouts.bits_for(params.slots)),
+        "copy": unsigned(layouts.bits_for(params.slots) + 1),   # Cat(ver, slot)
         "first": unsigned(1),
         "result": unsigned(1),
         "dtype": layouts.DType,
@@ -168,14 +169,15 @@ class IssueQueue(CheckedComponent):
         p = self._params
         L, B, N = p.lanes, p.beats, self._depth
         entry_l = _entry(p, self._data_beats)
-        # Hazard ports: 2N for the entries (spacing - 2 cycles back), then
-        # the incoming request's split in two: the beat issued a cycle ago
-        # (checked when it is held), and the older ones (checked a cycle
-        # earlier, on the request as it is pushed).
+        # The loop's hazard ports check the incoming request's address,
+        # split in two: the beat issued a cycle ago (checked when it is
+        # held), and the older ones (checked a cycle earlier, on the request
+        # as it is pushed). The entries' hazards come from the queue's own
+        # record (below).
         window = max(LaneLoop.spacing_of(self._fp_stages, self._acc_ram) - 2, 0)
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
-            hazard_ages=(window,) * (2 * N) + (min(window, 1), max(window - 1, 0)))
+            hazard_ages=(min(window, 1), max(window - 1, 0)))
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
@@ -282,6 +284,7 @@ class IssueQueue(CheckedComponent):
             requested.valid.eq(self.push.valid),
             requested.rtx.eq(req.rtx),
             requested.slot.eq(req.slot),
+            requested.copy.eq(Cat(req.ver, req.slot)),
             requested.first.eq(req.first),
             requested.result.eq(req.result),
             requested.dtype.eq(req.dtype),
@@ -301,35 +304,65 @@ class IssueQueue(CheckedComponent):
         # retransmission, or a RESULT behind a RESULT)
         req_after = [(e.slot == incoming.slot) | e.rtx | (e.result & incoming.result) for e in q]
 
-        # Next cycle's hazards. An entry then holds one of 2N + 1 addresses:
-        # an entry's as it is (not issued now) or one beat on (issued now),
-        # or the request's. A candidate has a hazard next cycle if a combine
-        # beat to it was issued in the last spacing - 2 cycles (`loop.hazard`),
-        # or issues now. For the latter, an older entry that
-        # may issue (``can``, not whether it is chosen) stands for one that
-        # issues: two entries at one address are of one slot, so the younger
-        # follows the older and cannot issue next cycle unless the older
-        # issues its last beat now; a spurious hazard is never read. An
-        # entry issuing now has no older entry of its slot with beats left,
-        # so its next address has none.
-        for i in range(N):
-            m.d.comb += [loop.hazard_addr[2 * i].eq(q[i].acc_addr),
-                         loop.hazard_addr[2 * i + 1].eq(q[i].acc_next)]
-        # The request's hazard: beats issued 2 .. window cycles before the
-        # cycle in which it is held are checked as it is pushed (``early``,
-        # registered beside it), the one issued a cycle before then.
-        early = Signal(name="incoming_early")
-        m.d.comb += [loop.hazard_addr[2 * N].eq(incoming.acc_addr),
-                     loop.hazard_addr[2 * N + 1].eq(requested.acc_addr)]
-        m.d.sync += early.eq(loop.hazard[2 * N + 1])
+        # Next cycle's hazards. An entry then holds its beat as it is (not
+        # issued now) or the next one (issued now), the request its first.
+        # A candidate has a hazard next cycle if a combine beat to its
+        # address was issued in the last spacing - 2 cycles, or issues now.
+        # For the latter, an older entry that may issue (``can``, not
+        # whether it is chosen) stands for one that issues: two entries at
+        # one address are of one slot, so the younger follows the older and
+        # cannot issue next cycle unless the older issues its last beat
+        # now; a spurious hazard is never read. An entry issuing now has no
+        # older entry of its slot with beats left, so its next beat has none.
+        #
+        # Two beats share an address when they are of one copy (slot and
+        # version) and have one beat index. Which entries are of one copy
+        # (``same``), and which recorded beats are of each entry's copy
+        # (``r_match``, age 2 on), are registered and move with the queue:
+        # the compare in the cycle is the beat index alone. The beat issued
+        # a cycle ago is of the copy of the entry that issued it
+        # (``issued_last``, registered).
+        same = {}
+        for k in range(N):
+            for j in range(k):
+                same[k, j] = same[j, k] = Signal(name=f"entry{k}_same{j}")
+            same[k, k] = Const(1)
+        r_valid = [Signal(name=f"rec{a}_combine") for a in range(window)]
+        r_beat = [Signal(len(q[0].beat), name=f"rec{a}_beat")
+                  for a in range(window)]
+        r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(window)]
+        # r_match[a][x]: record a (age a + 1) is of entry x's copy (a >= 1)
+        r_match = [None] + [[Signal(name=f"rec{a}_match{x}") for x in range(N)]
+                            for a in range(1, window)]
+        m1 = [Cat(*(issued_last[j] & same[k, j] for j in range(N))).any() for k in range(N)]
+        matches = [m1] + r_match[1:]
+
+        def recorded(i, beat_index):
+            return Cat(*(r_valid[a] & matches[a][i] & (r_beat[a] == beat_index)
+                         for a in range(window))).any()
+
         h_stay, h_issue = [], []
         for i in range(N):
-            others = [can[j] & (q[j].acc_addr == q[i].acc_addr) for j in range(i)]
-            h_stay.append(loop.hazard[2 * i] | Cat(*others).any() if others
-                          else loop.hazard[2 * i])
-            h_issue.append(loop.hazard[2 * i + 1])
-        h_req = loop.hazard[2 * N] | early | Cat(*(can[j] & (q[j].acc_addr == incoming.acc_addr)
-                                           for j in range(N))).any()
+            others = [can[j] & same[i, j] & (q[j].beat == q[i].beat) for j in range(i)]
+            h_stay.append(Cat(recorded(i, q[i].beat), *others).any())
+            h_issue.append(recorded(i, q[i].beat + 1))
+        # The incoming request against the held entries and the record.
+        inc_same = [incoming.copy == e.copy for e in q]
+        inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
+        m.d.comb += [loop.hazard_addr[0].eq(incoming.acc_addr),
+                     loop.hazard_addr[1].eq(requested.acc_addr)]
+        early = Signal(name="incoming_early")
+        m.d.sync += early.eq(loop.hazard[1])
+        h_req = loop.hazard[0] | early | Cat(*(can[j] & inc_same[j] & (q[j].beat == 0)
+                                               for j in range(N))).any()
+        # The record: the combine beat issued now (age 1 next cycle), older
+        # ones a cycle older.
+        if window:
+            m.d.sync += [r_valid[0].eq(any_issue & ~rtx_go), r_beat[0].eq(issuing.beat),
+                         r_copy[0].eq(issuing.copy)]
+        for a in range(1, window):
+            m.d.sync += [r_valid[a].eq(r_valid[a - 1]), r_beat[a].eq(r_beat[a - 1]),
+                         r_copy[a].eq(r_copy[a - 1])]
 
         # The queue after this cycle: shifted down past a leaving entry, the
         # request placed behind the held ones.
@@ -364,6 +397,14 @@ class IssueQueue(CheckedComponent):
                                      Mux(shift[x], held, after[x, j])))
                 nxt_after[x, j] = a
         for x in range(N):
+            for j in range(x):
+                m.d.sync += same[x, j].eq(
+                    Mux(placed[x], Mux(shift[j], inc_same[j + 1], inc_same[j]),
+                        Mux(shift[x], (Mux(shift[j], same[x + 1, j + 1], same[x + 1, j])
+                                       if x + 1 < N else 0), same[x, j])))
+            for a in range(1, window):
+                m.d.sync += r_match[a][x].eq(Mux(placed[x], inc_rec[a - 1],
+                                                 src(matches[a - 1], x, 0)))
             m.d.sync += [h_if_stays[x].eq(Mux(placed[x], h_req, src(h_stay, x, 0))),
                          h_if_issued[x].eq(Mux(placed[x], h_req, src(h_issue, x, 0))),
                          issued_last[x].eq(~placed[x] & src(sel, x, 0))]

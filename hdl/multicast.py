@@ -74,6 +74,12 @@ class Multicast(CheckedComponent):
     backpressure: nothing is lost while ``o.ready`` is low, the slot table
     waits for buffer space instead (``free`` returns each RESULT's beats once
     its last copy has left). Throughput: one beat per cycle.
+
+    The buffer's read has a register after the RAM's own (``compact``
+    False): a block RAM read without its output register is slow (ECP5
+    DP16KD: 5.83 ns clock to output), so it ends in the flip-flops beside
+    it, and the egress queue is written a cycle later. ``compact``: no such
+    register, no register stage on the way in (the fewest cells).
     """
 
     @staticmethod
@@ -112,7 +118,8 @@ class Multicast(CheckedComponent):
         # is in the buffer).
         m.submodules.pending = pending = BufferedFIFO(width=pend_l.size, depth=depth)
         m.submodules.stored = stored_q = BufferedFIFO(width=stored_l.size, depth=depth)
-        m.submodules.out_q = out_q = BufferedFIFO(width=out_l.size, depth=8)
+        # (16 entries cost the distributed RAM of 8: it is 16 deep)
+        m.submodules.out_q = out_q = BufferedFIFO(width=out_l.size, depth=16)
         # Never read where it is written in the same cycle (credit): no bypass logic.
         m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[],
                                         attrs=NO_RW_CHECK)
@@ -192,9 +199,11 @@ class Multicast(CheckedComponent):
         dest = Signal(8)
         beat = Signal(layouts.bits_for(p.beats))
         inflight = Signal()
-        # Registered: with at most one beat in flight, room for one more.
+        # Registered, from the level a cycle ago: room for the beats in
+        # flight (one or two, the read stages) and one more.
+        slow = not self._compact
         space = Signal()
-        m.d.sync += space.eq(out_q.level < out_q.depth - 3)
+        m.d.sync += space.eq(out_q.level < out_q.depth - (4 if slow else 3))
         issue = heads_ok & space
         last_beat = beat == cur.lastb
         last_dest = dest == cur.lastw
@@ -222,10 +231,18 @@ class Multicast(CheckedComponent):
             ent.tag.eq(cur.tag),
             ent.last.eq(last_beat),
         ]
+        if slow:
+            # the read's second register, beside the RAM; the head with it
+            buf_q = Signal(beat_l, name="buf_data_q")
+            ent_q = Signal(_out_head(p), name="ent_q")
+            inflight_q = Signal(name="inflight_q")
+            m.d.sync += [buf_q.eq(buf_data), ent_q.eq(ent), inflight_q.eq(inflight)]
+        else:
+            buf_q, ent_q, inflight_q = buf_data, ent, inflight
         eg = data.View(out_l, out_q.w_data)
         m.d.comb += [
-            eg.head.eq(ent), eg.data.eq(buf_data),
-            out_q.w_en.eq(inflight),
+            eg.head.eq(ent_q), eg.data.eq(buf_q),
+            out_q.w_en.eq(inflight_q),
         ]
         qout = data.View(out_l, out_q.r_data)
         head_out = qout.head
@@ -239,6 +256,7 @@ class Multicast(CheckedComponent):
             out_q.r_en.eq(self.o.ready),
         ]
         m.d.comb += self.busy.eq(rb_valid | pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
+                                 | inflight_q
                                  | self.free.valid
                                  | (pending.level != 0) | (stored_q.level != 0)
                                  | (out_q.level != 0) | in_msg)

@@ -375,8 +375,20 @@ class SlotTable(CheckedComponent):
             pipeline_busy = a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
 
         # ---------------- the decision ----------------
-        # The word written by this cycle's decision (an ACCEPT).
-        writing = decide & (terms.verdict == V.ACCEPT)
+        # The word written by the decision of an ACCEPT. Pipelined form:
+        # written from the cycle the ACCEPT is at C's head, whether or not
+        # it is decided then (the same word each cycle it waits): every
+        # message that reads the word later is younger, and one that reads
+        # it while the ACCEPT is in C forwards from C, so the write enable
+        # comes from flip-flops, not from the decision's conditions.
+        if compact:
+            writing = decide & (terms.verdict == V.ACCEPT)
+        else:
+            e_acc = [Signal(name=f"c{k}_accept") for k in range(2)]
+            for k in range(2):
+                with m.If(b_moves & (wptr == k)):
+                    m.d.sync += e_acc[k].eq(decision.verdict == V.ACCEPT)
+            writing = Mux(rptr, e_valid[1] & e_acc[1], e_valid[0] & e_acc[0])
         written_slot = head.slot_abs
         # Only registers decide: a combine needs a free queue entry, anything
         # else an empty queue.

@@ -66,16 +66,21 @@ class RtlBackend:
         self._thread.start()
         self._listener.settimeout(0.5)
         deadline = time.monotonic() + start_timeout
-        while self.sock is None:
-            try:
-                self.sock, _ = self._listener.accept()
-            except TimeoutError:
-                if not self._thread.is_alive():
-                    raise RtlError(f"the {simulator} simulation did not start: "
-                                   f"{self._why()}") from None
-                if time.monotonic() > deadline:
-                    raise RtlError(f"the {simulator} simulation did not start within "
-                                   f"{start_timeout:.0f} s") from None
+        try:
+            while self.sock is None:
+                try:
+                    self.sock, _ = self._listener.accept()
+                except TimeoutError:
+                    if not self._thread.is_alive():
+                        raise RtlError(f"the {simulator} simulation did not start: "
+                                       f"{self._why()}") from None
+                    if time.monotonic() > deadline:
+                        raise RtlError(f"the {simulator} simulation did not start within "
+                                       f"{start_timeout:.0f} s") from None
+        except BaseException:
+            self._listener.close()
+            self._tmp.cleanup()
+            raise
         self.sock.settimeout(None)
         self.set_jobs(jobs)
 

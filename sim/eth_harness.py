@@ -45,6 +45,7 @@ DEFAULT_PORTS = 2
 def build_key(params: Params, fp_stages=None, ports: int = DEFAULT_PORTS, ctrl=None) -> str:
     blob = json.dumps({"params": params.to_dict(), "fp_stages": fp_stages, "ports": ports,
                        "top": TOPLEVEL, "design": harness._design_digest(),
+                       "toolchain": harness.toolchain_id(),
                        **({"ctrl": list(ctrl)} if ctrl is not None else {})}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

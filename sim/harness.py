@@ -101,11 +101,20 @@ def _design_digest() -> str:
     return h.hexdigest()
 
 
+def toolchain_id() -> dict:
+    """What a cached simulator build depends on besides the design: the
+    Python environment (a Verilator model links cocotb's libraries from it
+    by absolute path) and cocotb's version."""
+    import cocotb
+    return {"prefix": sys.prefix, "cocotb": cocotb.__version__}
+
+
 def build_key(params: Params, fp_stages: int | None = None, acc_ram: str = "memory") -> str:
     """The cache key of a build: hardware parameters, ``fp_stages``,
-    ``acc_ram`` and the design's sources."""
+    ``acc_ram``, the design's sources and :func:`toolchain_id`."""
     hw = {k: v for k, v in params.to_dict().items() if k not in _NOT_HARDWARE}
-    key = {"params": hw, "fp_stages": fp_stages, "design": _design_digest()}
+    key = {"params": hw, "fp_stages": fp_stages, "design": _design_digest(),
+           "toolchain": toolchain_id()}
     if acc_ram != "memory":
         key["acc_ram"] = acc_ram
     blob = json.dumps(key, sort_keys=True)

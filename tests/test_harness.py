@@ -229,6 +229,15 @@ def test_build_key_tracks_hardware_parameters_only():
     assert harness.build_key(p) != harness.build_key(p, fp_stages=3)
 
 
+def test_build_key_tracks_the_python_environment(monkeypatch):
+    """A Verilator model links cocotb's libraries from the environment that
+    built it: another environment (a fresh clone's venv) gets its own build."""
+    p = Params(**SMALL)
+    key = harness.build_key(p)
+    monkeypatch.setattr(harness.sys, "prefix", "/elsewhere/.venv")
+    assert harness.build_key(p) != key
+
+
 def test_unknown_simulator_is_a_clear_error():
     with pytest.raises(harness.SimError, match="unknown simulator"):
         harness.run_cocotb(Params(**SMALL), harness.SIM_MODULE, simulator="vcs")
