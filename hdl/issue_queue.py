@@ -121,7 +121,13 @@ class IssueQueue(CheckedComponent):
     constraints between entries and the room are computed a cycle ahead
     and registered. An entry's hazard is one of two registered bits (its
     next address's if it issued, its own if not), selected by a registered
-    "it issued": no hazard register depends on the choice it feeds.
+    "it issued": no hazard register depends on the choice it feeds. The
+    hazards compare beat indices only (a few bits): which entries are of
+    one accumulator copy, and which of the combine beats issued in the last
+    ``spacing`` - 2 cycles are of each entry's copy, are registered bits
+    that move with the queue, set as a request joins it (its copy compared
+    once with the entries' and the recorded beats'). The request's own
+    first beat is checked against the loop's record of addresses.
     """
 
     @staticmethod

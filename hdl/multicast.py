@@ -4,7 +4,7 @@ worker of the job (one egress stream and a replicator)."""
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -13,6 +13,7 @@ from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.fp import FP32ToBF16
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
+from netagg.hdl.skid import SkidBuffer
 from netagg.hdl.slot_layouts import result_beat, result_desc
 from netagg.params import Params
 
@@ -75,11 +76,13 @@ class Multicast(CheckedComponent):
     waits for buffer space instead (``free`` returns each RESULT's beats once
     its last copy has left). Throughput: one beat per cycle.
 
-    The buffer's read has a register after the RAM's own (``compact``
-    False): a block RAM read without its output register is slow (ECP5
-    DP16KD: 5.83 ns clock to output), so it ends in the flip-flops beside
-    it, and the egress queue is written a cycle later. ``compact``: no such
-    register, no register stage on the way in (the fewest cells).
+    Unless ``compact``: ``res_desc`` passes a register slice
+    (:class:`~netagg.hdl.skid.SkidBuffer`: ``ready`` is a flip-flop), and
+    the buffer's read has a register after the RAM's own: a block RAM read
+    without its output register is slow (ECP5 DP16KD: 5.83 ns clock to
+    output), so it ends in the flip-flops beside it, and the egress queue
+    is written a cycle later. ``compact``: neither, and no register stage
+    on the way in (the fewest cells).
     """
 
     @staticmethod
@@ -125,14 +128,22 @@ class Multicast(CheckedComponent):
                                         attrs=NO_RW_CHECK)
         buf_wr = buf.write_port()
 
-        rd = self.res_desc.payload
+        # (not compact) a register slice first: the slot table's decision
+        # drives two flip-flops here, not the queue's write
+        if self._compact:
+            desc_in, desc_held = self.res_desc, 0
+        else:
+            m.submodules.desc_slice = desc_slice = SkidBuffer(result_desc(p))
+            wiring.connect(m, wiring.flipped(self.res_desc), desc_slice.i)
+            desc_in, desc_held = desc_slice.o, desc_slice.o.valid | ~desc_slice.i.ready
+        rd = desc_in.payload
         pin = data.View(pend_l, pending.w_data)
         m.d.comb += [
             pin.meta.eq(rd.meta), pin.tag.eq(rd.tag), pin.multicast.eq(rd.multicast),
             pin.n.eq(rd.n), pin.lastb.eq(rd.beats - 1),
             pin.lastw.eq(Mux(rd.multicast, rd.workers - 1, 0)),
-            pending.w_en.eq(self.res_desc.valid),
-            self.res_desc.ready.eq(pending.w_rdy),
+            pending.w_en.eq(desc_in.valid),
+            desc_in.ready.eq(pending.w_rdy),
         ]
 
         # ---- beats into the buffer ----
@@ -256,7 +267,7 @@ class Multicast(CheckedComponent):
             out_q.r_en.eq(self.o.ready),
         ]
         m.d.comb += self.busy.eq(rb_valid | pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
-                                 | inflight_q
+                                 | inflight_q | desc_held
                                  | self.free.valid
                                  | (pending.level != 0) | (stored_q.level != 0)
                                  | (out_q.level != 0) | in_msg)

@@ -35,10 +35,10 @@ FULL_DEPTH = {"once": 39, "isolation": 25, "verdicts": 24, "results": 26, "liven
 COVER_DEPTH = 38
 # The multicast back-end alone (tests/formal/multicast_harness.py): every
 # input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
-# fan-outs included, and fills its buffer (the covers, by cycle 12).
+# fan-outs included, and fills its buffer (the covers, by cycle 14).
 UNIT_DEPTH = {"fanout": 15, "progress": 20}
 UNIT_FULL_DEPTH = {"fanout": 17, "progress": 24}
-UNIT_COVER_DEPTH = 14
+UNIT_COVER_DEPTH = 15
 # (property, depth at which the planted bug must be found, only in make formal)
 MUTATION_RUNS = {
     "double_combine": ("once", 40, True),
