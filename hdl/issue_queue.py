@@ -45,6 +45,7 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "acc_addr": unsigned(acc_addr_bits(params)),
         "acc_next": unsigned(acc_addr_bits(params)),   # acc_addr + 1
         "data_addr": unsigned(data_addr_bits(data_beats)),
+        "data_prev": unsigned(data_addr_bits(data_beats)),   # of the beat issued last
         # payload beats freed when it leaves: its own, and those of younger
         # entries that left before it
         "frees": unsigned(data_addr_bits(data_beats) + 2),
@@ -86,8 +87,10 @@ class IssueQueue(CheckedComponent):
         No entry is held after this cycle and none was pushed in the
         previous one (only registers decide).
     data_addr : Out(address)
-        Registered: the payload buffer beat to read; ``data`` must hold it
-        the next cycle (``PayloadBuffer.rd_data``).
+        From registers (the entry that issued in the previous cycle, a
+        one-hot multiplexer): the payload buffer beat to read, that of the
+        beat issued in the previous cycle; ``data`` must hold it the next
+        cycle (``PayloadBuffer.rd_data``).
     data : In(payload_beat)
     released : Out(count)
         Payload buffer beats of entries leaving this cycle, oldest message
@@ -240,7 +243,6 @@ class IssueQueue(CheckedComponent):
             beat.dtype.eq(issuing.dtype),
             beat.op.eq(issuing.op),
         ]
-        m.d.sync += self.data_addr.eq(issuing.data_addr)
 
         # The entries after this cycle's issue.
         advanced = [Signal(entry_l, name=f"entry{i}_next") for i in range(N)]
@@ -251,6 +253,7 @@ class IssueQueue(CheckedComponent):
                 m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_next),
                              nxt.acc_next.eq(cur.acc_next + 1),
                              nxt.data_addr.eq(cur.data_addr + 1),
+                             nxt.data_prev.eq(cur.data_addr),
                              nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
                              nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
                              nxt.on_last.eq(cur.beat + 1 == cur.last_beat)]
@@ -420,5 +423,10 @@ class IssueQueue(CheckedComponent):
                 m.d.sync += after[x, j].eq(nxt_after[x, j])
         m.d.sync += rtx_waits.eq(nxt_q[0].valid & nxt_q[0].rtx)
 
+        # The payload beat of the beat issued in the previous cycle: its
+        # entry's, chosen by the registered "it issued" (the choice reaches
+        # no register here).
+        m.d.comb += self.data_addr.eq(_one_hot_mux(issued_last, [e.data_prev for e in q],
+                                                   len(self.data_addr)))
         m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | incoming.valid | loop.busy)
         return m

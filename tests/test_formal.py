@@ -32,7 +32,7 @@ if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and
 # cycle SETUP + 1 and its verdict about 8 cycles later.
 CI_DEPTH = {"once": 37, "isolation": 20, "verdicts": 20, "results": 22, "liveness": 22}
 FULL_DEPTH = {"once": 39, "isolation": 25, "verdicts": 24, "results": 26, "liveness": 26}
-COVER_DEPTH = 38
+COVER_DEPTH = 39
 # The multicast back-end alone (tests/formal/multicast_harness.py): every
 # input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
 # fan-outs included, and fills its buffer (the covers, by cycle 14).
