@@ -132,7 +132,6 @@ class Validator(wiring.Component):
         # the write pointer), not from the moves below.
         held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(2)]
         wr_ptr, rd_ptr, full = Signal(), Signal(), Signal()
-        level = Signal(range(3))
         m.d.comb += layouts.meta_from_header(cin.meta, hdr)
         m.d.comb += [
             cin.tag.eq(ibeat.tag),
@@ -155,16 +154,20 @@ class Validator(wiring.Component):
         push = self.i.valid & ~full
         # The free register (the one at ``wr_ptr`` while not full) loads the
         # input whether or not it is valid: the enable comes from flip-flops
-        # only, not from ``i.valid``; only ``level`` counts what was pushed.
+        # only, not from ``i.valid``; only the level flip-flops count what was
+        # pushed.
         for k, reg in enumerate(held_beats if not self._compact else []):
             with m.If(~full & (wr_ptr == k)):
                 m.d.sync += reg.eq(cin)
         if not self._compact:
-            level_next = Signal(range(3))
-            m.d.comb += [level_next.eq(level + push - can),
-                         cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
-                         beat_valid.eq(level != 0)]
-            m.d.sync += [level.eq(level_next), full.eq(level_next == 2)]
+            # the level as two flip-flops (one held beat or more, two):
+            # the moves select their next values, no count and compare
+            some = Signal(name="held_some")
+            grow, shrink = push & ~can, can & ~push
+            m.d.sync += [some.eq(Mux(grow, 1, Mux(shrink, full, some))),
+                         full.eq(Mux(grow, some, Mux(shrink, 0, full)))]
+            m.d.comb += [cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
+                         beat_valid.eq(some)]
             with m.If(push):
                 m.d.sync += wr_ptr.eq(~wr_ptr)
             with m.If(can):
