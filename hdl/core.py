@@ -14,7 +14,7 @@ from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import JobTable
 from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.multicast import Multicast
-from netagg.hdl.skid import SkidBuffer
+from netagg.hdl.skid import PingPongBuffer, SkidBuffer
 from netagg.hdl.slot_table import SlotTable
 from netagg.hdl.validator import Validator, descriptor
 from netagg.params import Params
@@ -113,9 +113,10 @@ class NetaggCore(CheckedComponent):
         else:
             # Register slices on both sides of the queue: its write enable
             # comes from flip-flops, and the slot table's take (which waits
-            # on its decision pipeline) ends in flip-flops beside it.
+            # on its decision pipeline) ends in three flip-flops beside it
+            # (a PingPongBuffer: its wide registers load on its own state).
             m.submodules.desc_slice = desc_slice = SkidBuffer(descriptor(p))
-            m.submodules.desc_out = desc_out = SkidBuffer(descriptor(p))
+            m.submodules.desc_out = desc_out = PingPongBuffer(descriptor(p))
             wiring.connect(m, val.desc, desc_slice.i)
             m.d.comb += [desc_q.w_data.eq(desc_slice.o.payload),
                          desc_q.w_en.eq(desc_slice.o.valid),

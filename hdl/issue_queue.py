@@ -244,21 +244,20 @@ class IssueQueue(CheckedComponent):
             beat.op.eq(issuing.op),
         ]
 
-        # The entries after this cycle's issue.
-        advanced = [Signal(entry_l, name=f"entry{i}_next") for i in range(N)]
+        # Each entry one beat on (used where it issues: the choice is the
+        # last multiplexer before the entry registers, below).
+        bumped = [Signal(entry_l, name=f"entry{i}_bumped") for i in range(N)]
         for i in range(N):
-            cur, nxt = q[i], advanced[i]
-            m.d.comb += nxt.eq(cur)
-            with m.If(sel[i]):
-                m.d.comb += [nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_next),
-                             nxt.acc_next.eq(cur.acc_next + 1),
-                             nxt.data_addr.eq(cur.data_addr + 1),
-                             nxt.data_prev.eq(cur.data_addr),
-                             nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
-                             nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
-                             nxt.on_last.eq(cur.beat + 1 == cur.last_beat)]
-                with m.If(cur.on_last):
-                    m.d.comb += nxt.done.eq(1)
+            cur, nxt = q[i], bumped[i]
+            m.d.comb += [nxt.eq(cur),
+                         nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_next),
+                         nxt.acc_next.eq(cur.acc_next + 1),
+                         nxt.data_addr.eq(cur.data_addr + 1),
+                         nxt.data_prev.eq(cur.data_addr),
+                         nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
+                         nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
+                         nxt.on_last.eq(cur.beat + 1 == cur.last_beat),
+                         nxt.done.eq(cur.on_last)]
         # Entries leave the cycle after their last beat (at most one a
         # cycle: one beat issues a cycle): only registers decide.
         leaving = [Signal(name=f"entry{i}_leaving") for i in range(N)]
@@ -383,21 +382,29 @@ class IssueQueue(CheckedComponent):
         placed = [Signal(name=f"entry{x}_placed") for x in range(N)]
         for x in range(N):
             m.d.comb += placed[x].eq(incoming.valid & ~moved[x] & (moved[x - 1] if x else 1))
+        # base: the entry at x next cycle if it does not issue now (the
+        # request, or a held entry moved down or not); the issuing one's
+        # bumped copy replaces it, selected by the choice alone.
         nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
+        base = [Signal(entry_l, name=f"entry{x}_base") for x in range(N)]
+        bump_here = [Signal(name=f"entry{x}_bump") for x in range(N)]
         nxt_after = {}
         for x in range(N):
             with m.If(placed[x]):
-                m.d.comb += nxt_q[x].eq(incoming)
+                m.d.comb += base[x].eq(incoming)
             with m.Else():
                 if x + 1 < N:
                     m.d.comb += [
-                        nxt_q[x].eq(Mux(shift[x], advanced[x + 1], advanced[x])),
+                        base[x].eq(Mux(shift[x], q[x + 1], q[x])),
                         # beats handed down by the entry just younger, leaving now
-                        nxt_q[x].frees.eq(Mux(shift[x], q[x + 1].frees, q[x].frees)
-                                          + Mux(leaving[x + 1], q[x + 1].frees, 0)),
+                        base[x].frees.eq(Mux(shift[x], q[x + 1].frees, q[x].frees)
+                                         + Mux(leaving[x + 1], q[x + 1].frees, 0)),
                     ]
                 else:
-                    m.d.comb += nxt_q[x].eq(Mux(shift[x], 0, advanced[x]))
+                    m.d.comb += base[x].eq(Mux(shift[x], 0, q[x]))
+            m.d.comb += bump_here[x].eq(~placed[x] & src(sel, x, 0))
+            m.d.comb += [nxt_q[x].eq(Mux(bump_here[x], src(bumped, x, 0), base[x])),
+                         nxt_q[x].frees.eq(base[x].frees)]
             for j in range(x):
                 a = Signal(name=f"entry{x}_after{j}_new")
                 held = (Mux(shift[j], after[x + 1, j + 1], after[x + 1, j])
@@ -416,7 +423,7 @@ class IssueQueue(CheckedComponent):
                                                  src(matches[a - 1], x, 0)))
             m.d.sync += [h_if_stays[x].eq(Mux(placed[x], h_req, src(h_stay, x, 0))),
                          h_if_issued[x].eq(Mux(placed[x], h_req, src(h_issue, x, 0))),
-                         issued_last[x].eq(~placed[x] & src(sel, x, 0))]
+                         issued_last[x].eq(bump_here[x])]
             m.d.sync += [q[x].eq(nxt_q[x]),
                          waits[x].eq(nxt_q[x].valid & ~nxt_q[x].rtx)]
             for j in range(x):

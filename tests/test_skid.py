@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""The stream register slice (netagg.hdl.eth.skid) in amaranth.sim: under
+"""The stream register slices (netagg.hdl.skid) in amaranth.sim: under
 random stalls on both sides every entry comes out once, in order; without
 stalls it passes one entry per cycle; its ready and valid are flip-flops
 (no combinational path from ``o.ready`` to ``i.ready``).
@@ -15,7 +15,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from netagg.hdl.eth.layouts import FrameByte
-from netagg.hdl.skid import SkidBuffer
+from netagg.hdl.skid import PingPongBuffer, SkidBuffer
 
 SEED = int(os.environ.get("NETAGG_ETH_SEED", "11"))
 
@@ -24,8 +24,8 @@ def setup_module():
     print(f"NETAGG_ETH_SEED={SEED}")
 
 
-def run(n, p_in, p_out, seed):
-    dut = SkidBuffer(FrameByte)
+def run(n, p_in, p_out, seed, cls=SkidBuffer):
+    dut = cls(FrameByte)
     rng = random.Random(seed)
     sent = [(rng.randrange(256), rng.randrange(2)) for _ in range(n)]
     got, cycles = [], [0]
@@ -62,13 +62,18 @@ def run(n, p_in, p_out, seed):
     return sent, got, cycles[0]
 
 
+CLASSES = [SkidBuffer, PingPongBuffer]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
 @pytest.mark.parametrize("p_in,p_out", [(0.3, 0.3), (0.0, 0.6), (0.6, 0.0)])
-def test_in_order_under_stalls(p_in, p_out):
-    sent, got, _ = run(400, p_in, p_out, SEED)
+def test_in_order_under_stalls(p_in, p_out, cls):
+    sent, got, _ = run(400, p_in, p_out, SEED, cls)
     assert got == sent
 
 
-def test_one_per_cycle():
-    sent, got, cycles = run(200, 0.0, 0.0, SEED)
+@pytest.mark.parametrize("cls", CLASSES)
+def test_one_per_cycle(cls):
+    sent, got, cycles = run(200, 0.0, 0.0, SEED, cls)
     assert got == sent
     assert cycles <= len(sent) + 2
