@@ -216,21 +216,30 @@ class Multicast(CheckedComponent):
         space = Signal()
         m.d.sync += space.eq(out_q.level < out_q.depth - (4 if slow else 3))
         issue = heads_ok & space
-        last_beat = beat == cur.lastb
-        last_dest = dest == cur.lastw
+        # "the last beat" and "the last destination" are registered: the
+        # compares of the next beat and destination with the head as it
+        # comes from the queue's RAM (``cur`` a cycle later; while the
+        # head changes, ``heads_ok`` is low and they are not used)
+        last_beat, last_dest = Signal(name="last_beat"), Signal(name="last_dest")
+        beat_next, dest_next = Signal.like(beat), Signal.like(dest)
+        head_next = data.View(pend_l, pending.r_data)
+        m.d.comb += [beat_next.eq(beat), dest_next.eq(dest)]
+        m.d.sync += [last_beat.eq(beat_next == head_next.lastb),
+                     last_dest.eq(dest_next == head_next.lastw)]
         buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
         m.d.sync += [inflight.eq(issue), self.free.valid.eq(0)]   # free: registered
         with m.If(issue):
             with m.If(last_beat):
-                m.d.sync += beat.eq(0)
+                m.d.comb += beat_next.eq(0)
                 with m.If(last_dest):
-                    m.d.sync += dest.eq(0)
-                    m.d.comb += [pending.r_en.eq(1), stored_q.r_en.eq(1), popped.eq(1)]
+                    m.d.comb += [dest_next.eq(0), pending.r_en.eq(1), stored_q.r_en.eq(1),
+                                 popped.eq(1)]
                     m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.lastb + 1)]
                 with m.Else():
-                    m.d.sync += dest.eq(dest + 1)
+                    m.d.comb += dest_next.eq(dest + 1)
             with m.Else():
-                m.d.sync += beat.eq(beat + 1)
+                m.d.comb += beat_next.eq(beat + 1)
+        m.d.sync += [beat.eq(beat_next), dest.eq(dest_next)]
 
         # The RESULT of the beat being read (registered alongside the RAM read).
         ent = Signal(_out_head(p))
