@@ -87,10 +87,11 @@ class IssueQueue(CheckedComponent):
         No entry is held after this cycle and none was pushed in the
         previous one (only registers decide).
     data_addr : Out(address)
-        From registers (the entry that issued in the previous cycle, a
-        one-hot multiplexer): the payload buffer beat to read, that of the
-        beat issued in the previous cycle; ``data`` must hold it the next
-        cycle (``PayloadBuffer.rd_data``).
+        The payload buffer beat to read: that of the beat issued two cycles
+        before, registered (from the registered "it issued" and the
+        entries); ``"compact"``: of the beat issued in the previous cycle,
+        a one-hot multiplexer after those registers. ``data`` must hold it
+        the next cycle (``PayloadBuffer.rd_data``).
     data : In(payload_beat)
     released : Out(count)
         Payload buffer beats of entries leaving this cycle, oldest message
@@ -184,9 +185,13 @@ class IssueQueue(CheckedComponent):
         # as it is pushed). The entries' hazards come from the queue's own
         # record (below).
         window = max(LaneLoop.spacing_of(self._fp_stages, self._acc_ram) - 2, 0)
+        # (not compact: the payload address registered once more, so the
+        # payload beat reaches the loop three cycles after its issue)
+        compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
-            hazard_ages=(min(window, 1), max(window - 1, 0)))
+            hazard_ages=(min(window, 1), max(window - 1, 0)),
+            data_latency=2 if compact else 3)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
@@ -432,8 +437,11 @@ class IssueQueue(CheckedComponent):
 
         # The payload beat of the beat issued in the previous cycle: its
         # entry's, chosen by the registered "it issued" (the choice reaches
-        # no register here).
-        m.d.comb += self.data_addr.eq(_one_hot_mux(issued_last, [e.data_prev for e in q],
-                                                   len(self.data_addr)))
+        # no register here); registered again unless compact.
+        prev_addr = _one_hot_mux(issued_last, [e.data_prev for e in q], len(self.data_addr))
+        if compact:
+            m.d.comb += self.data_addr.eq(prev_addr)
+        else:
+            m.d.sync += self.data_addr.eq(prev_addr)
         m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | incoming.valid | loop.busy)
         return m

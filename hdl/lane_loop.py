@@ -96,6 +96,10 @@ class LaneLoop(CheckedComponent):
         One per address that ``hazard`` checks at once: how many cycles
         back port k looks (each 0 .. :attr:`spacing` - 2; default one port
         of :attr:`spacing` - 2).
+    data_latency : int
+        Cycles from a beat's issue to its payload beat on ``data`` (2 to
+        :attr:`read_stages` - 1; default 2): the loop delays it to the
+        operand register.
 
     Ports
     -----
@@ -109,8 +113,9 @@ class LaneLoop(CheckedComponent):
         cycles after a combine beat to its address. A retransmitted beat
         (``rtx``) is read out as a RESULT beat, nothing written.
     data : In(payload_beat)
-        The payload beat of the beat issued two cycles before (as the
-        issue queue's registered payload-buffer read delivers it).
+        The payload beat of the beat issued ``data_latency`` cycles before
+        (default 2; up to :attr:`read_stages` - 1, 3 unless ``"compact"``),
+        as the issue queue's registered payload-buffer read delivers it.
     hazard_addr : In(array of ``len(hazard_ages)`` addresses)
     hazard : Out(``len(hazard_ages)``)
         Combinational, from registers only: bit k, a combine beat to
@@ -135,7 +140,11 @@ class LaneLoop(CheckedComponent):
 
     @staticmethod
     def check(params: Params, *, fp_stages=None, acc_ram: str = "memory",
-              hazard_ages=None) -> None:
+              hazard_ages=None, data_latency: int = 2) -> None:
+        top_data = LaneLoop.read_stages_of(acc_ram) - 1
+        if data_latency not in range(2, top_data + 1) or isinstance(data_latency, bool):
+            raise ValueError(f"data_latency must be an int in 2..{top_data}, "
+                             f"not {data_latency!r}")
         if hazard_ages is not None:
             top = LaneLoop.spacing_of(fp_stages, acc_ram) - 2
             ages = list(hazard_ages) if not isinstance(hazard_ages, (str, bytes)) else None
@@ -153,8 +162,9 @@ class LaneLoop(CheckedComponent):
                              f"not 2 x S x K/L = {depth}")
 
     def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory",
-                 hazard_ages=None):
+                 hazard_ages=None, data_latency: int = 2):
         self._params = params
+        self._data_latency = data_latency
         top = max(self.spacing_of(fp_stages, acc_ram) - 2, 0)
         self._hazard_ages = (top,) if hazard_ages is None else tuple(hazard_ages)
         self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
@@ -341,7 +351,7 @@ class LaneLoop(CheckedComponent):
         # at the second stage; the stage delay line follows the lanes.
         acc_in = Signal(word_l)
         payload = self.data
-        for k in range(R - 1):
+        for k in range(R + 1 - self._data_latency):
             delayed = Signal(payload_beat(p), name=f"payload_d{k}")
             m.d.sync += delayed.eq(payload)
             payload = delayed
