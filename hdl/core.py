@@ -80,8 +80,8 @@ class NetaggCore(CheckedComponent):
         # of random traffic (docs/architecture.md); four in the compact form.
         result_depth = _pow2_at_least((4 if self._acc_ram == "compact" else 8) * B)
 
-        m.submodules.jobs = jobs = JobTable(p)
         compact = self._acc_ram == "compact"
+        m.submodules.jobs = jobs = JobTable(p, parallel=not compact)
         m.submodules.validator = val = Validator(p, compact=compact)
         m.submodules.desc_q = desc_q = BufferedFIFO(width=descriptor(p).size,
                                                          depth=fifo_depth)
@@ -99,7 +99,8 @@ class NetaggCore(CheckedComponent):
             jobs.lookup_job.eq(val.job_id),
             val.job.eq(jobs.lookup),
             val.job_valid.eq(jobs.lookup_valid),
-            val.job_room.eq(jobs.lookup_room),
+            jobs.lookup_slot.eq(val.slot),
+            val.slot_ok.eq(jobs.lookup_slot_ok),
         ]
         wiring.connect(m, val.data, slots.data)
         if compact:

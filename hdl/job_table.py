@@ -7,7 +7,6 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
-from netagg.hdl.layouts import bits_for
 from netagg.hdl.netlist import KEEP
 from netagg.params import Params
 
@@ -31,21 +30,25 @@ class JobTable(wiring.Component):
       effective the next cycle; ``rdata``: the register at ``addr``,
       combinational. ``lookup_job`` -> ``lookup``: the entry (all zero, so
       disabled, for ids >= J) and ``lookup_valid`` (id < J);
-      ``lookup_room``: ``S - base`` (0 when ``base >= S``, and for ids >=
-      J), registered at the write of ``base``, so that the slots a job's
-      messages may address are those below both ``nslots`` and
-      ``lookup_room`` (two compares, no sum). Every lookup output shows a
-      write the cycle after it, like ``rdata``; it is read from a kept copy
-      of the entries written at the same edges (``keep``: the lookup's user
-      is not wired to the register port's registers, and can be placed
-      apart from them).
+      ``lookup_slot`` -> ``lookup_slot_ok``: the slot is below both
+      ``nslots`` and ``S - base`` (0 when ``base >= S``; registered at the
+      write of ``base``: two compares, no sum); low for ids >= J. With
+      ``parallel`` (the default) every job's two compares are made at once
+      from its own registers and the job id selects the outcome (no
+      multiplexer before the compares' carry chains); else the entry is
+      selected first (the fewest cells). Every lookup output shows a write
+      the cycle after it, like ``rdata``; it is read from a kept copy of
+      the entries written at the same edges (``keep``: the lookup's user is
+      not wired to the register port's registers, and can be placed apart
+      from them).
 
     Reset disables every job. Values are stored as written; the control
     software keeps ranges inside S and apart (``netagg.jobs`` checks).
     """
 
-    def __init__(self, params: Params):
+    def __init__(self, params: Params, *, parallel: bool = True):
         self._params = params
+        self._parallel = parallel
         self._entry = job_entry
         super().__init__({
             "we": In(1),
@@ -55,7 +58,8 @@ class JobTable(wiring.Component):
             "lookup_job": In(8),
             "lookup": Out(self._entry),
             "lookup_valid": Out(1),
-            "lookup_room": Out(bits_for(params.slots + 1)),
+            "lookup_slot": In(16),
+            "lookup_slot_ok": Out(1),
         })
 
     def elaborate(self, platform):
@@ -97,8 +101,19 @@ class JobTable(wiring.Component):
                         with m.Case(regmap.JOB_NSLOTS):
                             m.d.comb += self.rdata.eq(e.nslots)
         m.d.comb += self.lookup_valid.eq(self.lookup_job < J)
+        slot = self.lookup_slot
+
+        def fits(entry, room):
+            return (slot < entry.nslots) & (slot < room)
+        if not self._parallel:
+            room_sel = Signal(range(S + 1), name="lookup_room")
+            m.d.comb += self.lookup_slot_ok.eq(fits(self.lookup, room_sel))
         with m.Switch(self.lookup_job):
             for j, (c, room) in enumerate(zip(copies, rooms, strict=True)):
                 with m.Case(j):
-                    m.d.comb += [self.lookup.eq(c), self.lookup_room.eq(room)]
+                    m.d.comb += self.lookup.eq(c)
+                    if self._parallel:
+                        m.d.comb += self.lookup_slot_ok.eq(fits(c, room))
+                    else:
+                        m.d.comb += room_sel.eq(room)
         return m

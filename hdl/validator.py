@@ -60,7 +60,8 @@ class Validator(wiring.Component):
             "job_id": Out(8),
             "job": In(job_entry),
             "job_valid": In(1),
-            "job_room": In(layouts.bits_for(params.slots + 1)),
+            "slot": Out(16),
+            "slot_ok": In(1),
             "busy": Out(1),
         })
 
@@ -87,7 +88,7 @@ class Validator(wiring.Component):
         with m.Else():
             m.d.comb += expect_len.eq(wire.HEADER_BYTES + (hdr.count << 2))
 
-        m.d.comb += self.job_id.eq(hdr.job)
+        m.d.comb += [self.job_id.eq(hdr.job), self.slot.eq(hdr.slot)]
         job = self.job
         verdict = Signal(layouts.Verdict)
         with m.If(ibeat.length < wire.HEADER_BYTES):
@@ -102,7 +103,7 @@ class Validator(wiring.Component):
         # The S and W_max bounds only matter for a job table written with
         # values beyond the build's limits: such a job cannot reach outside
         # the slot RAM or the bitmap.
-        with m.Elif((hdr.slot >= job.nslots) | (hdr.slot >= self.job_room)):  # the slot RAM's end
+        with m.Elif(~self.slot_ok):      # slot < nslots and below the slot RAM's end
             m.d.comb += verdict.eq(layouts.Verdict.BAD_SLOT)
         with m.Elif((hdr.worker >= job.workers) | (hdr.worker >= p.workers)):
             m.d.comb += verdict.eq(layouts.Verdict.BAD_WORKER)

@@ -58,12 +58,13 @@ class Model:
                                                               nslots=0)
 
 
+@pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("njobs", [1, 3, 8])
-def test_registers_and_lookup_match_regmap(njobs, request):
+def test_registers_and_lookup_match_regmap(njobs, parallel, request):
     seed = seed_of(request)
     rng = random.Random(seed)
     params = Params(lanes=2, elements=4, workers=4, slots=16, jobs=njobs)
-    dut = JobTable(params)
+    dut = JobTable(params, parallel=parallel)
     model = Model(njobs)
     # The job space (regmap.JOB_BASE + JOB_REGS * 256 addresses), of which
     # entries past J are ignored on write and read 0.
@@ -93,9 +94,14 @@ def test_registers_and_lookup_match_regmap(njobs, request):
                 == model.lookup(job), (seed, job)
             assert ctx.get(dut.lookup_valid) == (job < njobs)
             want = model.lookup(job)
-            # (0 for ids >= J, like the entry)
+            # below nslots and the slot RAM's end (never for ids >= J)
             room = max(0, params.slots - want["base"]) if job < njobs else 0
-            assert ctx.get(dut.lookup_room) == room, (seed, job)
+            for slot in (0, want["nslots"] - 1, want["nslots"], room - 1, room,
+                         rng.randrange(1 << 16)):
+                slot %= 1 << 16
+                ctx.set(dut.lookup_slot, slot)
+                ok = job < njobs and slot < want["nslots"] and slot < room
+                assert ctx.get(dut.lookup_slot_ok) == ok, (seed, job, slot)
         # A write with ``we`` low changes nothing.
         ctx.set(dut.addr, regmap.job_addr(0, regmap.JOB_BASE_SLOT))
         ctx.set(dut.wdata, model.read(regmap.job_addr(0, regmap.JOB_BASE_SLOT)) ^ 1)

@@ -105,11 +105,12 @@ def test_verdicts_and_beats_match_golden_model(name, request):
             await ctx.tick()
 
     async def job_table(ctx):
-        async for (job_id,) in ctx.changed(dut.job_id):
+        async for job_id, slot in ctx.changed(dut.job_id, dut.slot):
             ctx.set(dut.job, entries[job_id])
             ctx.set(dut.job_valid, job_id < params.jobs)
             e = entries[job_id]
-            ctx.set(dut.job_room, max(0, params.slots - e["base"]))
+            ctx.set(dut.slot_ok, job_id < params.jobs and slot < e["nslots"]
+                    and slot < params.slots - e["base"])
 
     async def sink(ctx):
         while True:
