@@ -7,7 +7,18 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
-class SkidBuffer(wiring.Component):
+class _Slice(wiring.Component):
+    """A stream in, the same stream out (the slices' common signature)."""
+
+    def __init__(self, shape):
+        self._shape = shape
+        super().__init__({
+            "i": In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+        })
+
+
+class SkidBuffer(_Slice):
     """Two-entry register slice of an ``amaranth.lib.stream``.
 
     ``o.valid``, ``o.payload`` and ``i.ready`` are flip-flops, so no
@@ -29,13 +40,6 @@ class SkidBuffer(wiring.Component):
         one entry per cycle while ``ready``: throughput one per cycle, no
         gap in a stream that arrives without one.
     """
-
-    def __init__(self, shape):
-        self._shape = shape
-        super().__init__({
-            "i": In(stream.Signature(shape)),
-            "o": Out(stream.Signature(shape)),
-        })
 
     def elaborate(self, platform):
         m = Module()
@@ -59,7 +63,7 @@ class SkidBuffer(wiring.Component):
         return m
 
 
-class PingPongBuffer(wiring.Component):
+class PingPongBuffer(_Slice):
     """Two-entry register slice of an ``amaranth.lib.stream`` whose output
     handshake drives only a read pointer and two level flip-flops.
 
@@ -70,27 +74,10 @@ class PingPongBuffer(wiring.Component):
     widely routed ``o.ready`` reaches three flip-flops here (the core's
     descriptor queue output, where the slot table's ``ready`` comes late).
 
-    Parameters
-    ----------
-    shape : shape-like
-        The payload.
-
-    Ports
-    -----
-    i : In(stream shape)
-        ``ready`` is high while the slice holds at most one entry
-        (registered: it reflects the previous cycle's state).
-    o : Out(stream shape)
-        Each payload taken on ``i`` in order, the earliest the cycle after;
-        one entry per cycle while ``ready``: throughput one per cycle.
+    Parameters and ports as :class:`SkidBuffer`'s, with the same timing
+    (an entry out the cycle after it is taken at the earliest, one per
+    cycle, ``i.ready`` low while two are held).
     """
-
-    def __init__(self, shape):
-        self._shape = shape
-        super().__init__({
-            "i": In(stream.Signature(shape)),
-            "o": Out(stream.Signature(shape)),
-        })
 
     def elaborate(self, platform):
         m = Module()
