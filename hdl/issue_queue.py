@@ -120,12 +120,12 @@ class IssueQueue(CheckedComponent):
     ``loop_latency`` = lane latency + 4 cycles from the issue to the
     write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    Timing: the choice is made from registered per-entry flags (a combine,
-    hazard, done, which older entries it follows); hazards, the order
-    constraints between entries and the room are computed a cycle ahead
-    and registered. An entry's hazard is one of two registered bits (its
-    next address's if it issued, its own if not), selected by a registered
-    "it issued": no hazard register depends on the choice it feeds. The
+    Timing: the choice is a priority over one registered bit per entry
+    ("may issue": a combine, no hazard, not done, no older entry it
+    follows with beats left), computed a cycle ahead from the entries'
+    next values, as are the order constraints between entries and the
+    room; the entry registers take the issuing entry's advanced copy
+    through one multiplexer after the choice. The
     hazards compare beat indices only (a few bits): which entries are of
     one accumulator copy, and which of the combine beats issued in the last
     ``spacing`` - 2 cycles are of each entry's copy, are registered bits
@@ -200,25 +200,27 @@ class IssueQueue(CheckedComponent):
         # after its last beat and the younger ones move down one place.
         q = [Signal(entry_l, name=f"entry{i}") for i in range(N)]
         # Registered per entry, computed in the cycle before (see below):
-        # a read-after-write hazard, "a combine", and (entry 0) "a
-        # retransmission"; after[k, j]: entry k must follow the older entry j.
-        # The hazard is one of two registered bits, chosen by whether the
-        # entry issued in the cycle before (``issued_last``, registered): so
-        # this cycle's choice of entry reaches no hazard register.
-        h_if_stays = [Signal(name=f"entry{i}_hazard_stays") for i in range(N)]
-        h_if_issued = [Signal(name=f"entry{i}_hazard_issued") for i in range(N)]
+        # "a combine", (entry 0) "a retransmission", "it issued"
+        # (``issued_last``); after[k, j]: entry k must follow the older entry j.
         issued_last = [Signal(name=f"entry{i}_issued") for i in range(N)]
-        hazard = [Mux(issued_last[i], h_if_issued[i], h_if_stays[i]) for i in range(N)]
         waits = [Signal(name=f"entry{i}_waits") for i in range(N)]
         rtx_waits = Signal(name="entry0_rtx_waits")
         after = {(k, j): Signal(name=f"entry{k}_after{j}") for k in range(N) for j in range(k)}
 
         unissued = [e.valid & ~e.done for e in q]
-        # An entry that must follow an older one issues from the cycle after
-        # that one's last beat (done: it leaves then).
-        follows = [Cat(*(after[i, j] & ~q[j].done for j in range(i))).any() if i else Const(0)
-                   for i in range(N)]
-        can = [waits[i] & ~q[i].done & ~hazard[i] & ~follows[i] for i in range(N)]
+        # "May issue": an entry waiting, not done, without hazard and not
+        # following an older one with beats left (an entry that must follow
+        # an older one issues from the cycle after that one's last beat:
+        # done, it leaves then). Registered: computed in the cycle before
+        # from the entries' next values (below), so the choice is a
+        # priority LUT from flip-flops, and the loop from one choice to the
+        # next crosses this register. The hazard is that of the entry's
+        # beat next cycle: of its next beat if it issues now, of its own if
+        # not.
+        can = [Signal(name=f"entry{i}_can") for i in range(N)]
+
+        def may_issue(waits_, done_, hazard_, follows_):
+            return waits_ & ~done_ & ~hazard_ & ~follows_
         # A retransmission waits as entry 0 with nothing issuing, so the loop
         # seen a cycle ago (registered) bounds the one now.
         rtx_go = Signal()
@@ -426,9 +428,14 @@ class IssueQueue(CheckedComponent):
             for a in range(1, window):
                 m.d.sync += r_match[a][x].eq(Mux(placed[x], inc_rec[a - 1],
                                                  src(matches[a - 1], x, 0)))
-            m.d.sync += [h_if_stays[x].eq(Mux(placed[x], h_req, src(h_stay, x, 0))),
-                         h_if_issued[x].eq(Mux(placed[x], h_req, src(h_issue, x, 0))),
-                         issued_last[x].eq(bump_here[x])]
+            stays_next = Mux(placed[x], h_req, src(h_stay, x, 0))
+            issued_next = Mux(placed[x], h_req, src(h_issue, x, 0))
+            m.d.sync += issued_last[x].eq(bump_here[x])
+            follows_next = (Cat(*(nxt_after[x, j] & ~nxt_q[j].done for j in range(x))).any()
+                            if x else Const(0))
+            m.d.sync += can[x].eq(may_issue(
+                nxt_q[x].valid & ~nxt_q[x].rtx, nxt_q[x].done,
+                Mux(bump_here[x], issued_next, stays_next), follows_next))
             m.d.sync += [q[x].eq(nxt_q[x]),
                          waits[x].eq(nxt_q[x].valid & ~nxt_q[x].rtx)]
             for j in range(x):
