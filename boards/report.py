@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 # nextpnr utilisation keys per family: (our name, nextpnr bel type).
 _ECP5_KEYS = (
@@ -100,3 +101,61 @@ def format_table(report: dict) -> str:
         if report.get(key) is not None:
             lines.append(f"{key}: {report[key]}")
     return "\n".join(lines) + "\n"
+
+
+def _register_of(cell: str) -> str:
+    """The register (or RAM) an endpoint cell belongs to, from nextpnr's
+    packed cell name: bit indices, packing suffixes and LUTRAM/DP16KD parts
+    removed (``slots.issue.entry0_can_TRELLIS_FF_Q.M`` -> ``slots.issue.entry0_can``)."""
+    name = re.sub(r"_TRELLIS_FF_Q.*", "", cell)
+    name = re.sub(r"\$DPRAM.*|\$CCU2.*|_DP16KD.*", "", name)
+    name = re.sub(r"\[\d+\]", "", name)
+    return re.sub(r"\.\d+(\.\d+)*$", "", name)
+
+
+def endpoint_slack(nextpnr_report: dict, period_ns: float, *, top: int = 25) -> dict:
+    """The endpoints that miss ``period_ns``, from a report written with
+    ``--detailed-timing-report``: every endpoint's latest arrival (nextpnr's
+    per-sink delay from the launching edge, setup not added), how many are
+    later than the period, grouped by block (the
+    register's hierarchy, lane numbers merged: ``slots.issue.loop.laneN.add32``;
+    ``(top)`` for the top level) and by register (``top`` latest), and the
+    arrival histogram in 0.5 ns bins. ``None`` when the report has no
+    detailed net timings."""
+    nets = nextpnr_report.get("detailed_net_timings")
+    if nets is None:
+        return None
+    arrival: dict[tuple[str, str], float] = {}
+    for net in nets:
+        for e in net.get("endpoints", []):
+            key = (e["cell"], e["port"])
+            arrival[key] = max(arrival.get(key, 0.0), float(e["delay"][-1]))
+    late = {k: v for k, v in arrival.items() if v > period_ns}
+
+    def block_of(reg: str) -> str:
+        parts = reg.split(".")[:-1]
+        return re.sub(r"lane\d+", "laneN", ".".join(parts)) if parts else "(top)"
+
+    blocks: dict[str, int] = {}
+    regs: dict[str, list] = {}
+    for (cell, port), t in late.items():
+        reg = _register_of(cell)
+        block = block_of(reg)
+        blocks[block] = blocks.get(block, 0) + 1
+        entry = regs.setdefault(f"{reg}:{port}", [0, 0.0])
+        entry[0] += 1
+        entry[1] = max(entry[1], t)
+    hist: dict[str, int] = {}
+    for t in arrival.values():
+        lo = 0.5 * int(t / 0.5)
+        hist[f"{lo:.1f}"] = hist.get(f"{lo:.1f}", 0) + 1
+    worst = sorted(regs.items(), key=lambda kv: -kv[1][1])[:top]
+    return {
+        "period_ns": period_ns,
+        "endpoints": len(arrival),
+        "late": len(late),
+        "late_by_block": dict(sorted(blocks.items(), key=lambda kv: -kv[1])),
+        "latest_registers": [{"register": k, "endpoints": n, "arrival_ns": round(t, 2)}
+                             for k, (n, t) in worst],
+        "arrival_histogram": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
+    }

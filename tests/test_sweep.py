@@ -164,7 +164,8 @@ a = sys.argv[1:]
 opt = lambda name: a[a.index(name) + 1]
 assert a[:a.index("--seed")] == ["--85k", "--package", "CABGA381", "--speed", "6",
                                  "--out-of-context", "--freq", "150"], a
-assert "--timing-allow-fail" not in a and opt("--json") == "../core.json", a
+assert "--timing-allow-fail" not in a and "--detailed-timing-report" in a, a
+assert opt("--json") == "../core.json", a
 seed = int(opt("--seed"))
 log = pathlib.Path(opt("--log"))
 if seed == 13:                  # a design too big: no report
@@ -176,7 +177,15 @@ pathlib.Path(opt("--report")).write_text(json.dumps({
     "utilization": {"TRELLIS_COMB": {"used": 1000 + seed, "available": 83640},
                     "TRELLIS_FF": {"used": 500, "available": 83640},
                     "DP16KD": {"used": 7, "available": 208}},
-    "fmax": {"clk": {"achieved": fmax, "constraint": 150.0}}}))
+    "fmax": {"clk": {"achieved": fmax, "constraint": 150.0}},
+    "detailed_net_timings": [
+        {"net": "n1", "endpoints": [
+            {"cell": "slots.issue.entry0_can_TRELLIS_FF_Q", "port": "M",
+             "delay": [1.0, 1000 / fmax]},
+            {"cell": "slots.issue.entry1_can_TRELLIS_FF_Q", "port": "M", "delay": [1.0, 6.0]}]},
+        {"net": "n2", "endpoints": [
+            {"cell": "mcast.buf_data_q_TRELLIS_FF_Q_3", "port": "M", "delay": [0.5, 7.5]},
+            {"cell": "slots.issue.entry0_can_TRELLIS_FF_Q", "port": "M", "delay": [0.5, 2.0]}]}]}))
 log.write_text(f"Info: Max frequency for clock 'clk': {fmax:.2f} MHz (FAIL at 150.00 MHz)\n"
                f"ERROR: Max frequency for clock 'clk': {fmax:.2f} MHz (FAIL at 150.00 MHz)\n")
 sys.exit(1)                     # nextpnr's exit status for a missed constraint
@@ -218,6 +227,15 @@ def test_build_plain_runs_the_users_commands_and_reports_the_median(monkeypatch,
     assert rep["acc_ram"] == "memory" and rep["params"] == p.to_dict()
     assert json.loads((tmp_path / "b" / "report.json").read_text())["seed"] == 3
     assert (tmp_path / "b" / "seed5" / "core.tim").exists()
+    # endpoints later than 6.667 ns: seed 3's entry0_can (11.76 ns) and
+    # buf_data_q (7.5 ns); entry1_can (6.0 ns) is in time
+    assert rep["late_endpoints"] == {"1": 2, "2": 2, "3": 2, "4": 2, "5": 2}
+    ends = rep["endpoints"]
+    assert ends["endpoints"] == 3 and ends["late"] == 2
+    assert ends["late_by_block"] == {"slots.issue": 1, "mcast": 1}
+    assert ends["latest_registers"][0] == {"register": "slots.issue.entry0_can:M",
+                                           "endpoints": 1, "arrival_ns": 11.76}
+    assert sum(ends["arrival_histogram"].values()) == 3
     # an even count: the lower median, a measured build
     assert build_mod.build_plain(p, tmp_path / "c", seed=[1, 2])["seed"] == 2
     assert build_mod.build_plain(p, tmp_path / "d")["seed"] == 1
