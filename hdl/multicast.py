@@ -12,6 +12,7 @@ from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.fp import FP32ToBF16
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.skid import SkidBuffer
 from netagg.hdl.slot_layouts import result_beat, result_desc
@@ -65,8 +66,9 @@ class Multicast(CheckedComponent):
     ``res_desc`` / ``res_beat`` (from the slot table): a RESULT's descriptor,
     then its beats. The beats are stored once in a buffer of ``depth`` beats
     (block RAM; in mode bf16-accumulate=fp32 they are rounded to bf16 on the
-    way in, through a register stage: a beat is in the buffer two cycles after
-    it arrives on ``res_beat``) and sent from there to each destination in
+    way in, between two register stages: a beat is in the buffer three cycles
+    after it arrives on ``res_beat``, two in any other mode, one in the
+    ``compact`` form) and sent from there to each destination in
     turn: workers 0..W-1 for a completed round, the requesting worker for a
     retransmission. The status field is the round's contributor count with the
     NaN and overflow flags of every beat (and of the final rounding).
@@ -151,18 +153,31 @@ class Multicast(CheckedComponent):
         # convert mode) with its flags, so that the rounding's carry chain
         # ends in a register; the buffer and the stored queue are written
         # from it a cycle later.
-        rb_in = self.res_beat.payload
         convert = (p.bf16_accumulate == "fp32" and "bf16" in p.dtypes)
+        # In convert mode (not compact) the beat is registered once as it
+        # comes (``rb0``, the bf16 flag one kept copy per lane), so the
+        # rounding starts from flip-flops beside it, not from the lane
+        # loop's output register that fans out to every lane's rounding.
+        if convert and not self._compact:
+            rb_in = Signal.like(self.res_beat.payload, name="rb0")
+            rb0_valid = Signal(name="rb0_valid")
+            rb0_bf16 = [Signal(name=f"rb0_bf16_{i}", attrs=KEEP) for i in range(L)]
+            m.d.sync += [rb_in.eq(self.res_beat.payload), rb0_valid.eq(self.res_beat.valid)]
+            m.d.sync += [b.eq(self.res_beat.payload.bf16) for b in rb0_bf16]
+        else:
+            rb_in = self.res_beat.payload
+            rb0_valid = self.res_beat.valid
+            rb0_bf16 = [rb_in.bf16] * L
         conv = Signal(beat_l)
         conv_ovfs = Signal(L)
         m.d.comb += conv.eq(rb_in.data)
         if convert:
-            with m.If(rb_in.bf16):
-                for i in range(L):
-                    cv = FP32ToBF16()
-                    m.submodules[f"narrow{i}"] = cv
-                    m.d.comb += [cv.i.eq(rb_in.data[i]), conv[i].eq(cv.o),
-                                 conv_ovfs[i].eq(cv.ovf & rb_in.mask[i])]
+            for i in range(L):
+                cv = FP32ToBF16()
+                m.submodules[f"narrow{i}"] = cv
+                m.d.comb += cv.i.eq(rb_in.data[i])
+                with m.If(rb0_bf16[i]):
+                    m.d.comb += [conv[i].eq(cv.o), conv_ovfs[i].eq(cv.ovf & rb_in.mask[i])]
         rb_valid = Signal()
         rb = Signal(data.StructLayout({"last": unsigned(1), "nan": unsigned(1),
                                        "ovf": unsigned(1)}), name="rb")
@@ -170,7 +185,7 @@ class Multicast(CheckedComponent):
         beat_ovfs = Signal(L)
         # compact=True (the fewest cells): no register stage
         dom = m.d.comb if self._compact else m.d.sync
-        dom += [rb_valid.eq(self.res_beat.valid), rb.last.eq(rb_in.last),
+        dom += [rb_valid.eq(rb0_valid), rb.last.eq(rb_in.last),
                 rb.nan.eq(rb_in.nan), rb.ovf.eq(rb_in.ovf),
                 beat_in.eq(conv), beat_ovfs.eq(conv_ovfs)]
         conv_ovf = beat_ovfs.any()
@@ -275,7 +290,9 @@ class Multicast(CheckedComponent):
             self.o.valid.eq(out_q.r_rdy),
             out_q.r_en.eq(self.o.ready),
         ]
-        m.d.comb += self.busy.eq(rb_valid | pending.r_rdy | stored_q.r_rdy | out_q.r_rdy | inflight
+        staged = rb0_valid if convert and not self._compact else 0
+        m.d.comb += self.busy.eq(rb_valid | staged | pending.r_rdy | stored_q.r_rdy
+                                 | out_q.r_rdy | inflight
                                  | inflight_q | desc_held
                                  | self.free.valid
                                  | (pending.level != 0) | (stored_q.level != 0)

@@ -330,6 +330,18 @@ class SlotTable(CheckedComponent):
             same_b1 = b1_valid & b1_live & (b1_desc.slot_abs == incoming.slot_abs)
             same_b2 = b_valid & b2_live & (b_desc.slot_abs == incoming.slot_abs)
             a_track = [Signal(name=f"a_track{k}") for k in range(2)]
+            # a_hit_c[k]: C's entry k is live and of A's slot, registered
+            # (compared as the message is taken, and as an entry is pushed
+            # while it waits), so that no compare lies before B1's choice.
+            a_hit_c = [Signal(name=f"a_hit_c{k}") for k in range(2)]
+            for k in range(2):
+                pushed = b_moves & (wptr == k)
+                who = Mux(take, incoming.slot_abs, a_desc.slot_abs)
+                with m.If(pushed):
+                    m.d.sync += a_hit_c[k].eq(b2_live & (b_desc.slot_abs == who))
+                with m.Elif(take):
+                    m.d.sync += a_hit_c[k].eq(e_live[k]
+                                              & (e_desc[k].slot_abs == incoming.slot_abs))
             state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
                                          name="state_read")
             with m.If(take):
@@ -345,8 +357,7 @@ class SlotTable(CheckedComponent):
                              for k in range(2)]
                 m.d.sync += [a_same_b1.eq(~b1_moves & a_same_b1),
                              a_same_b2.eq(Mux(b1_moves, a_same_b1, ~b_moves & a_same_b2))]
-            hit = [a_track[k] & e_live[k] & (e_desc[k].slot_abs == a_desc.slot_abs)
-                   for k in range(2)]
+            hit = [a_track[k] & a_hit_c[k] for k in range(2)]
             last = ~wptr                    # the entry pushed last
             hit_last = Mux(last, hit[1], hit[0])
             hit_older = Mux(last, hit[0], hit[1])

@@ -42,12 +42,17 @@ class Validator(wiring.Component):
     The job table is sampled as a message's first beat enters (the checks
     are registered with the beat). Throughput: one beat
     per cycle while ``data`` accepts (also for beats that write no payload)
-    and, on a last beat, ``desc`` accepts. A beat accepted on ``i``
-    is checked the next cycle at the earliest; up to two wait for ``desc``
-    and ``data`` (``i.ready`` is registered: low while two wait).
+    and, on a last beat, ``desc`` accepts. A beat accepted on ``i`` is
+    registered with the flags of the header, length, job, slot and worker
+    checks (the entry register: the job table's compares end there), then
+    with its verdict, formed from the flags in the spec's order, in one of
+    two registered beats, and is acted on two cycles after it was accepted
+    at the earliest; up to three wait for ``desc`` and ``data``
+    (``i.ready`` is a function of two flip-flops: low while the entry
+    register and both registered beats are full).
     ``compact=True`` (the fewest cells, for slow clocks): one registered
-    beat, which takes the next one while empty or moving on
-    (``i.ready`` combinational).
+    beat, its verdict formed before it, which takes the next one while
+    empty or moving on (``i.ready`` combinational).
     """
 
     def __init__(self, params: Params, *, compact: bool = False):
@@ -90,25 +95,39 @@ class Validator(wiring.Component):
 
         m.d.comb += [self.job_id.eq(hdr.job), self.slot.eq(hdr.slot)]
         job = self.job
-        verdict = Signal(layouts.Verdict)
+        # The header and length checks, then the job table's: each a flag,
+        # combined in the spec's order by ``_verdict`` (in the pipelined form
+        # a register stage after the flags).
+        hdr_verdict = Signal(layouts.Verdict)
         with m.If(ibeat.length < wire.HEADER_BYTES):
-            m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
+            m.d.comb += hdr_verdict.eq(layouts.Verdict.BAD_LENGTH)
         with m.Elif((hdr.version != wire.VERSION) | (hdr.type != layouts.MsgType.CONTRIB)
                     | (hdr.reserved != 0) | (hdr.status != 0) | ~dtype_ok | ~op_ok):
-            m.d.comb += verdict.eq(layouts.Verdict.BAD_HEADER)
+            m.d.comb += hdr_verdict.eq(layouts.Verdict.BAD_HEADER)
         with m.Elif((hdr.count == 0) | (hdr.count > K) | (ibeat.length != expect_len)):
-            m.d.comb += verdict.eq(layouts.Verdict.BAD_LENGTH)
-        with m.Elif(~self.job_valid | ~job.enable):
-            m.d.comb += verdict.eq(layouts.Verdict.BAD_JOB)
+            m.d.comb += hdr_verdict.eq(layouts.Verdict.BAD_LENGTH)
+        with m.Else():
+            m.d.comb += hdr_verdict.eq(layouts.Verdict.ACCEPT)
+        job_bad = ~self.job_valid | ~job.enable
         # The S and W_max bounds only matter for a job table written with
         # values beyond the build's limits: such a job cannot reach outside
         # the slot RAM or the bitmap.
-        with m.Elif(~self.slot_ok):      # slot < nslots and below the slot RAM's end
-            m.d.comb += verdict.eq(layouts.Verdict.BAD_SLOT)
-        with m.Elif((hdr.worker >= job.workers) | (hdr.worker >= p.workers)):
-            m.d.comb += verdict.eq(layouts.Verdict.BAD_WORKER)
-        with m.Else():
-            m.d.comb += verdict.eq(layouts.Verdict.ACCEPT)
+        slot_bad = ~self.slot_ok         # slot < nslots and below the slot RAM's end
+        worker_bad = (hdr.worker >= job.workers) | (hdr.worker >= p.workers)
+
+        def _verdict(first_checks, job_bad, slot_bad, worker_bad):
+            v = Signal(layouts.Verdict)
+            with m.If(first_checks != layouts.Verdict.ACCEPT):
+                m.d.comb += v.eq(first_checks)
+            with m.Elif(job_bad):
+                m.d.comb += v.eq(layouts.Verdict.BAD_JOB)
+            with m.Elif(slot_bad):
+                m.d.comb += v.eq(layouts.Verdict.BAD_SLOT)
+            with m.Elif(worker_bad):
+                m.d.comb += v.eq(layouts.Verdict.BAD_WORKER)
+            with m.Else():
+                m.d.comb += v.eq(layouts.Verdict.ACCEPT)
+            return v
 
         # The checks travel with the beat through a register stage, so the
         # job table lookup and the comparisons end in a register. Only what
@@ -133,18 +152,40 @@ class Validator(wiring.Component):
         # the write pointer), not from the moves below.
         held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(2)]
         wr_ptr, rd_ptr, full = Signal(), Signal(), Signal()
-        m.d.comb += layouts.meta_from_header(cin.meta, hdr)
+        # The beat as it enters: its fields and the checks' flags.
+        entry_l = data.StructLayout({**checked_l.members, "job_bad": unsigned(1),
+                                     "slot_bad": unsigned(1), "worker_bad": unsigned(1)})
+        ein = Signal(entry_l)
+        m.d.comb += layouts.meta_from_header(ein.meta, hdr)
         m.d.comb += [
-            cin.tag.eq(ibeat.tag),
-            cin.last.eq(ibeat.last),
-            cin.data.eq(ibeat.data),
-            cin.verdict.eq(verdict),
-            cin.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
-            cin.slot_abs.eq(job.base + hdr.slot),
-            cin.workers.eq(job.workers),
+            ein.tag.eq(ibeat.tag),
+            ein.last.eq(ibeat.last),
+            ein.data.eq(ibeat.data),
+            ein.verdict.eq(hdr_verdict),
+            ein.expect.eq((hdr.count + (L - 1)) // L if L > 1 else hdr.count),
+            ein.slot_abs.eq(job.base + hdr.slot),
+            ein.workers.eq(job.workers),
+            ein.job_bad.eq(job_bad), ein.slot_bad.eq(slot_bad), ein.worker_bad.eq(worker_bad),
         ]
-        if not self._compact:
-            m.d.comb += self.i.ready.eq(~full)
+        if self._compact:
+            src = ein
+        else:
+            # An entry register first (``entry``): the job table's compares
+            # and the header checks end in it, and the two registered beats
+            # below take it with the verdict formed from its flags. It loads
+            # whenever it is empty or moves on (its enable and ``i.ready``
+            # are functions of two flip-flops).
+            src = Signal(entry_l, name="entry")
+            src_valid = Signal(name="entry_valid")
+            m.d.comb += self.i.ready.eq(~src_valid | ~full)
+            with m.If(self.i.ready):
+                m.d.sync += [src.eq(ein), src_valid.eq(self.i.valid)]
+        m.d.comb += [
+            cin.meta.eq(src.meta), cin.tag.eq(src.tag), cin.last.eq(src.last),
+            cin.data.eq(src.data), cin.expect.eq(src.expect), cin.slot_abs.eq(src.slot_abs),
+            cin.workers.eq(src.workers),
+            cin.verdict.eq(_verdict(src.verdict, src.job_bad, src.slot_bad, src.worker_bad)),
+        ]
         if self._compact:
             m.d.comb += self.i.ready.eq(~beat_valid | can)
             with m.If(self.i.valid & self.i.ready):
@@ -152,7 +193,7 @@ class Validator(wiring.Component):
             with m.Elif(can):
                 m.d.sync += full.eq(0)
             m.d.comb += [cout.eq(held_beats[0]), beat_valid.eq(full)]
-        push = self.i.valid & ~full
+        push = (self.i.valid if self._compact else src_valid) & ~full
         # The free register (the one at ``wr_ptr`` while not full) loads the
         # input whether or not it is valid: the enable comes from flip-flops
         # only, not from ``i.valid``; only the level flip-flops count what was
@@ -241,6 +282,6 @@ class Validator(wiring.Component):
                         held.slot_abs.eq(cout.slot_abs),
                         held.workers.eq(cout.workers),
                     ]
-        m.d.comb += self.busy.eq(in_msg | beat_valid)
+        m.d.comb += self.busy.eq(in_msg | beat_valid | (src_valid if not self._compact else 0))
         return m
 
