@@ -29,7 +29,17 @@ class BufferedFIFO(SyncFIFOBuffered):
     ``w_rdy`` is a flip-flop (the same value, registered from the next
     level): a writer's enable may depend on it without a path through the
     level counter.
+
+    ``distributed=True``: the storage carries the Yosys attribute
+    ``ram_style = "distributed"`` (LUT RAM, read asynchronously into the
+    ``r_data`` register), so that ``r_data`` is a fabric flip-flop that
+    logic may read at once, not the output of a block RAM (ECP5: 5.83 ns
+    clock to output, docs/boards.md).
     """
+
+    def __init__(self, *, width: int, depth: int, distributed: bool = False):
+        super().__init__(width=width, depth=depth)
+        self._distributed = distributed
 
     def elaborate(self, platform):
         if self.depth <= 1:
@@ -55,8 +65,9 @@ class BufferedFIFO(SyncFIFOBuffered):
         with m.If(do_inner_read & ~do_write):
             m.d.sync += [inner_level.eq(inner_level - 1), room.eq(1)]
 
+        attrs = {**NO_RW_CHECK, **({"ram_style": "distributed"} if self._distributed else {})}
         m.submodules.storage = storage = Memory(shape=self.width, depth=inner_depth, init=[],
-                                                attrs=NO_RW_CHECK)
+                                                attrs=attrs)
         w_port = storage.write_port()
         produce = Signal(range(inner_depth))
         consume = Signal(range(inner_depth))

@@ -121,7 +121,10 @@ class Multicast(CheckedComponent):
         # RESULTs in order: described (``pending``, from the descriptor until
         # the last copy has left) and stored (``stored``, once the last beat
         # is in the buffer).
-        m.submodules.pending = pending = BufferedFIFO(width=pend_l.size, depth=depth)
+        # (LUT RAM unless compact: the replicator compares its head as it
+        # leaves the queue, which a block RAM's output is too slow for)
+        m.submodules.pending = pending = BufferedFIFO(width=pend_l.size, depth=depth,
+                                                      distributed=not self._compact)
         m.submodules.stored = stored_q = BufferedFIFO(width=stored_l.size, depth=depth)
         # (16 entries cost the distributed RAM of 8: it is 16 deep)
         m.submodules.out_q = out_q = BufferedFIFO(width=out_l.size, depth=16)

@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from netagg import wire
 from netagg.hdl import layouts
 from netagg.hdl.job_table import job_entry
+from netagg.hdl.netlist import KEEP
 from netagg.params import Params
 
 
@@ -208,7 +209,13 @@ class Validator(wiring.Component):
             grow, shrink = push & ~can, can & ~push
             m.d.sync += [some.eq(Mux(grow, 1, Mux(shrink, full, some))),
                          full.eq(Mux(grow, some, Mux(shrink, 0, full)))]
+            # the payload data read at a kept copy of the read pointer, so the
+            # one that selects the checks drives only their few bits
+            rd_ptr_data = Signal(name="rd_ptr_data", attrs=KEEP)
+            with m.If(can):
+                m.d.sync += rd_ptr_data.eq(~rd_ptr_data)
             m.d.comb += [cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
+                         cout.data.eq(Mux(rd_ptr_data, held_beats[1].data, held_beats[0].data)),
                          beat_valid.eq(some)]
             with m.If(push):
                 m.d.sync += wr_ptr.eq(~wr_ptr)
