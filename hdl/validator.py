@@ -143,6 +143,11 @@ class Validator(wiring.Component):
             "expect": unsigned(beat_bits),
             "slot_abs": unsigned(layouts.bits_for(p.slots)),
             "workers": unsigned(8),
+            # flags of the fields above, formed as the beat is registered so
+            # that the per-message logic starts from flip-flops
+            "acc": unsigned(1),       # verdict == ACCEPT
+            "exp_nz": unsigned(1),    # expect != 0
+            "exp_ne1": unsigned(1),   # expect != 1
         })
         cin = Signal(checked_l)
         cout = Signal(checked_l)
@@ -186,6 +191,9 @@ class Validator(wiring.Component):
             cin.data.eq(src.data), cin.expect.eq(src.expect), cin.slot_abs.eq(src.slot_abs),
             cin.workers.eq(src.workers),
             cin.verdict.eq(_verdict(src.verdict, src.job_bad, src.slot_bad, src.worker_bad)),
+            cin.acc.eq((src.verdict == layouts.Verdict.ACCEPT) & ~src.job_bad & ~src.slot_bad
+                       & ~src.worker_bad),
+            cin.exp_nz.eq(src.expect != 0), cin.exp_ne1.eq(src.expect != 1),
         ]
         if self._compact:
             m.d.comb += self.i.ready.eq(~beat_valid | can)
@@ -227,6 +235,8 @@ class Validator(wiring.Component):
         in_msg = Signal()            # a beat of this message has been seen
         held = Signal(descriptor(self._params))
         remaining = Signal(beat_bits)  # beats still expected after those seen (floor 0)
+        held_acc = Signal()            # held.verdict == ACCEPT
+        rem_nz, rem_ne1 = Signal(), Signal()   # remaining != 0, != 1
 
         first = ~in_msg
         cur_verdict = Signal(layouts.Verdict)
@@ -244,9 +254,12 @@ class Validator(wiring.Component):
                 cur_left.eq(remaining),
                 cur_written.eq(held.beats),
             ]
-        write_beat = (cur_verdict == layouts.Verdict.ACCEPT) & (cur_left != 0)
+        cur_acc = Mux(first, cout.acc, held_acc)
+        cur_nz = Mux(first, cout.exp_nz, rem_nz)        # cur_left != 0
+        cur_ne1 = Mux(first, cout.exp_ne1, rem_ne1)     # cur_left != 1
+        write_beat = cur_acc & cur_nz
         final_verdict = Signal(layouts.Verdict)
-        with m.If((cur_verdict == layouts.Verdict.ACCEPT) & (cur_left != 1)):
+        with m.If(cur_acc & cur_ne1):
             m.d.comb += final_verdict.eq(layouts.Verdict.BAD_LENGTH)
         with m.Else():
             m.d.comb += final_verdict.eq(cur_verdict)
@@ -276,7 +289,11 @@ class Validator(wiring.Component):
                 m.d.sync += [
                     in_msg.eq(1),
                     held.verdict.eq(cur_verdict),
+                    held_acc.eq(cur_acc),
                     held.beats.eq(cur_written + write_beat),
+                    # remaining after this beat: cur_left - 1, floor 0
+                    rem_nz.eq(cur_nz & cur_ne1),
+                    rem_ne1.eq(cur_left != 2),
                 ]
                 with m.If(cur_left != 0):
                     m.d.sync += remaining.eq(cur_left - 1)
