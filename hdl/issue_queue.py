@@ -190,7 +190,7 @@ class IssueQueue(CheckedComponent):
         compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
-            hazard_ages=(min(window, 1), max(window - 1, 0)),
+            hazard_ages=(max(window - 1, 0),),
             data_latency=2 if compact else 3)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
@@ -315,9 +315,22 @@ class IssueQueue(CheckedComponent):
             requested.frees.eq(req.data_beats),
         ]
         m.d.sync += incoming.eq(requested)
+        # The request's copy and slot against the entries', compared as it
+        # is pushed and registered for the places the entries take next
+        # cycle (``inc_copy[x]``, ``inc_slot[x]``: the entry at x is of the
+        # incoming request's copy, slot), so that no compare lies on the
+        # paths into ``can``.
+        inc_copy = [Signal(name=f"incoming_copy{x}") for x in range(N)]
+        inc_slot = [Signal(name=f"incoming_slot{x}") for x in range(N)]
+        # The request's first beat against the combine beat issued now
+        # (age 1 next cycle, when the request is ``incoming``): the loop's
+        # record of the older ones is checked on the request too (``early``).
+        hz_last = Signal(name="incoming_hazard_last")
+        # (the slot/copy places are filled in below, with the queue's moves)
         # Must the incoming request follow entry j? (same slot, a
         # retransmission, or a RESULT behind a RESULT)
-        req_after = [(e.slot == incoming.slot) | e.rtx | (e.result & incoming.result) for e in q]
+        req_after = [inc_slot[j] | e.rtx | (e.result & incoming.result)
+                     for j, e in enumerate(q)]
 
         # Next cycle's hazards. An entry then holds its beat as it is (not
         # issued now) or the next one (issued now), the request its first.
@@ -362,14 +375,20 @@ class IssueQueue(CheckedComponent):
             h_stay.append(Cat(recorded(i, q[i].beat), *others).any())
             h_issue.append(recorded(i, q[i].beat + 1))
         # The incoming request against the held entries and the record.
-        inc_same = [incoming.copy == e.copy for e in q]
+        inc_same = inc_copy
         inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
-        m.d.comb += [loop.hazard_addr[0].eq(incoming.acc_addr),
-                     loop.hazard_addr[1].eq(requested.acc_addr)]
+        m.d.comb += loop.hazard_addr[0].eq(requested.acc_addr)
         early = Signal(name="incoming_early")
-        m.d.sync += early.eq(loop.hazard[1])
-        h_req = loop.hazard[0] | early | Cat(*(can[j] & inc_same[j] & (q[j].beat == 0)
-                                               for j in range(N))).any()
+        m.d.sync += early.eq(loop.hazard[0])
+        # the combine beat issued now: by entry k (sel; entry 0's only when
+        # ``can``: a retransmission's beats are no hazard), at its beat
+        issued_combine = [can[0]] + sel[1:]
+        if window:
+            m.d.sync += hz_last.eq(Cat(*(
+                issued_combine[k] & (q[k].copy == requested.copy) & (q[k].beat == 0)
+                for k in range(N))).any())
+        h_req = hz_last | early | Cat(*(can[j] & inc_same[j] & (q[j].beat == 0)
+                                        for j in range(N))).any()
         # The record: the combine beat issued now (age 1 next cycle), older
         # ones a cycle older.
         if window:
@@ -420,6 +439,13 @@ class IssueQueue(CheckedComponent):
                                      Mux(shift[x], held, after[x, j])))
                 nxt_after[x, j] = a
         for x in range(N):
+            # the copy and slot of the entry at x next cycle, against the
+            # request pushed now (an empty place holds zeros)
+            for regs, field in ((inc_copy, "copy"), (inc_slot, "slot")):
+                req = getattr(requested, field)
+                held = [getattr(e, field) == req for e in q] + [req == 0]
+                m.d.sync += regs[x].eq(Mux(placed[x], getattr(incoming, field) == req,
+                                           Mux(shift[x], held[x + 1], held[x])))
             for j in range(x):
                 m.d.sync += same[x, j].eq(
                     Mux(placed[x], Mux(shift[j], inc_same[j + 1], inc_same[j]),
