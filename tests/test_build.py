@@ -37,6 +37,29 @@ def test_report_summary_from_nextpnr_json():
     assert rep["clocks"]["clk"] == {"fmax_mhz": 99.5, "constraint_mhz": 25.0, "met": True}
 
 
+def test_endpoint_slack_groups_late_endpoints_by_register():
+    assert report.endpoint_slack({"fmax": {}}, 6.667) is None     # no detailed report
+    nets = [{"endpoints": [
+        # two bits of one register, a LUT RAM write port and a block RAM
+        {"cell": "slots.issue.loop.lane3.add32.add_p1_y_far_TRELLIS_FF_Q_12", "port": "DI",
+         "delay": [1.0, 8.25]},
+        {"cell": "slots.issue.loop.lane5.add32.add_p1_y_far_TRELLIS_FF_Q", "port": "DI",
+         "delay": [1.0, 7.0]},
+        {"cell": "desc_q.storage.0.24$DPRAM_COMB3", "port": "WRE", "delay": [0.5, 6.9]},
+        {"cell": "cnt_rx_TRELLIS_FF_Q_3", "port": "CE", "delay": [0.5, 6.0]}]},
+        {"endpoints": [{"cell": "slots.issue.loop.lane3.add32.add_p1_y_far_TRELLIS_FF_Q_12",
+                        "port": "DI", "delay": [0.2, 3.0]}]}]
+    rep = report.endpoint_slack({"detailed_net_timings": nets}, 6.667, top=2)
+    assert rep["endpoints"] == 4 and rep["late"] == 3
+    assert rep["late_by_block"] == {"slots.issue.loop.laneN.add32": 2, "desc_q": 1}
+    assert rep["latest_registers"] == [
+        {"register": "slots.issue.loop.lane3.add32.add_p1_y_far:DI", "endpoints": 1,
+         "arrival_ns": 8.25},
+        {"register": "slots.issue.loop.lane5.add32.add_p1_y_far:DI", "endpoints": 1,
+         "arrival_ns": 7.0}]
+    assert rep["arrival_histogram"] == {"6.0": 1, "6.5": 1, "7.0": 1, "8.0": 1}
+
+
 def _have_tools() -> bool:
     # build() finds the YoWASP tools in the running interpreter's environment
     # even when it is not activated (not on PATH)
