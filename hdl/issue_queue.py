@@ -38,6 +38,7 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "dtype": layouts.DType,
         "op": layouts.Op,
         "beat": unsigned(bbits),            # next beat to issue
+        "beat_nx": unsigned(bbits + 1),     # beat + 1 (registered: no adder before a compare)
         "last_beat": unsigned(bbits),       # beats - 1
         "left": unsigned(layouts.bits_for(params.elements + 1)),  # elements from `beat` on
         "mask": unsigned(params.lanes),     # lanes of `beat` (lane i: left > i)
@@ -257,13 +258,14 @@ class IssueQueue(CheckedComponent):
         for i in range(N):
             cur, nxt = q[i], bumped[i]
             m.d.comb += [nxt.eq(cur),
-                         nxt.beat.eq(cur.beat + 1), nxt.acc_addr.eq(cur.acc_next),
+                         nxt.beat.eq(cur.beat_nx), nxt.beat_nx.eq(cur.beat_nx + 1),
+                         nxt.acc_addr.eq(cur.acc_next),
                          nxt.acc_next.eq(cur.acc_next + 1),
                          nxt.data_addr.eq(cur.data_addr + 1),
                          nxt.data_prev.eq(cur.data_addr),
                          nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
                          nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
-                         nxt.on_last.eq(cur.beat + 1 == cur.last_beat),
+                         nxt.on_last.eq(cur.beat_nx == cur.last_beat),
                          nxt.done.eq(cur.on_last)]
         # Entries leave the cycle after their last beat (at most one a
         # cycle: one beat issues a cycle): only registers decide.
@@ -305,6 +307,7 @@ class IssueQueue(CheckedComponent):
             requested.dtype.eq(req.dtype),
             requested.op.eq(req.op),
             requested.beat.eq(0),
+            requested.beat_nx.eq(1),
             requested.last_beat.eq(req.beats - 1),
             requested.left.eq(req.count),
             requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
@@ -373,7 +376,7 @@ class IssueQueue(CheckedComponent):
         for i in range(N):
             others = [can[j] & same[i, j] & (q[j].beat == q[i].beat) for j in range(i)]
             h_stay.append(Cat(recorded(i, q[i].beat), *others).any())
-            h_issue.append(recorded(i, q[i].beat + 1))
+            h_issue.append(recorded(i, q[i].beat_nx))
         # The incoming request against the held entries and the record.
         inc_same = inc_copy
         inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
