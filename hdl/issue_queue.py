@@ -378,7 +378,6 @@ class IssueQueue(CheckedComponent):
             h_stay.append(Cat(recorded(i, q[i].beat), *others).any())
             h_issue.append(recorded(i, q[i].beat_nx))
         # The incoming request against the held entries and the record.
-        inc_same = inc_copy
         inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
         m.d.comb += loop.hazard_addr[0].eq(requested.acc_addr)
         early = Signal(name="incoming_early")
@@ -390,7 +389,7 @@ class IssueQueue(CheckedComponent):
             m.d.sync += hz_last.eq(Cat(*(
                 issued_combine[k] & (q[k].copy == requested.copy) & (q[k].beat == 0)
                 for k in range(N))).any())
-        h_req = hz_last | early | Cat(*(can[j] & inc_same[j] & (q[j].beat == 0)
+        h_req = hz_last | early | Cat(*(can[j] & inc_copy[j] & (q[j].beat == 0)
                                         for j in range(N))).any()
         # The record: the combine beat issued now (age 1 next cycle), older
         # ones a cycle older.
@@ -451,7 +450,7 @@ class IssueQueue(CheckedComponent):
                                            Mux(shift[x], held[x + 1], held[x])))
             for j in range(x):
                 m.d.sync += same[x, j].eq(
-                    Mux(placed[x], Mux(shift[j], inc_same[j + 1], inc_same[j]),
+                    Mux(placed[x], Mux(shift[j], inc_copy[j + 1], inc_copy[j]),
                         Mux(shift[x], (Mux(shift[j], same[x + 1, j + 1], same[x + 1, j])
                                        if x + 1 < N else 0), same[x, j])))
             for a in range(1, window):

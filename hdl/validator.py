@@ -191,8 +191,7 @@ class Validator(wiring.Component):
             cin.data.eq(src.data), cin.expect.eq(src.expect), cin.slot_abs.eq(src.slot_abs),
             cin.workers.eq(src.workers),
             cin.verdict.eq(_verdict(src.verdict, src.job_bad, src.slot_bad, src.worker_bad)),
-            cin.acc.eq((src.verdict == layouts.Verdict.ACCEPT) & ~src.job_bad & ~src.slot_bad
-                       & ~src.worker_bad),
+            cin.acc.eq(cin.verdict == layouts.Verdict.ACCEPT),
             cin.exp_nz.eq(src.expect != 0), cin.exp_ne1.eq(src.expect != 1),
         ]
         if self._compact:
