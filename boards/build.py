@@ -242,16 +242,22 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     dev_opt, package = ECP5_DEVICES[device]
     _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package, "--speed", "6",
           "--out-of-context", "--json", "netagg_core.json", "--freq", f"{freq_mhz:g}",
-          "--timing-allow-fail", "--report", "nextpnr_report.json", "--log", "netagg_core.tim"],
+          "--timing-allow-fail", "--report", "nextpnr_report.json", "--detailed-timing-report",
+          "--log", "netagg_core.tim"],
          outdir, "nextpnr.log", "netagg_core.tim")
     seconds = time.monotonic() - start
     rep = _collect(outdir / "nextpnr_report.json", outdir / "netagg_core.json", "ecp5")
+    with open(outdir / "nextpnr_report.json") as f:
+        slack = _report.endpoint_slack(json.load(f), 1000.0 / freq_mhz)
     result = {
         "board": "ooc-ecp5", "device": f"{device}-6 {package} (out of context)",
         "top": "netagg_core", "kind": "core",
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
         "bitstream": None,
+        # endpoints later than the period, by block and register
+        # (report.endpoint_slack)
+        "late_endpoints": (slack or {}).get("late"), "endpoints": slack,
         "synth_seconds": round(synth_seconds, 1),
         "build_seconds": round(seconds, 1),
     }

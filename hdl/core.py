@@ -89,7 +89,9 @@ class NetaggCore(CheckedComponent):
                                                data_beats=fifo_depth,
                                                fp_stages=self._fp_stages,
                                                acc_ram=self._acc_ram)
-        m.submodules.mcast = mcast = Multicast(p, depth=result_depth, compact=compact)
+        m.submodules.mcast = mcast = Multicast(
+            p, depth=result_depth, compact=compact,
+            ram_form="ecp5" if self._acc_ram == "ecp5" else "memory")
 
         # Ingress: the validator sees beats only once the slot table is ready.
         m.d.comb += [

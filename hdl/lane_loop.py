@@ -13,7 +13,7 @@ from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.lane import Lane, LaneSel, decode_sel, widen_b
 from netagg.hdl.layouts import DType
 from netagg.hdl.netlist import KEEP
-from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
+from netagg.hdl.ram import DP16KD_DEPTH, WideRAM, dp16kd_shape
 from netagg.hdl.slot_layouts import acc_word, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
@@ -88,7 +88,9 @@ class LaneLoop(CheckedComponent):
         with its output register (read latency 2), and a forwarding path
         from the write-back to the operand register. ``"ecp5"``: the same
         in ECP5 ``DP16KD`` blocks (their own output register; at most 4096
-        beats, ``2 x S x K/L <= 4096``), same timing. ``"compact"``: the
+        beats, ``2 x S x K/L <= 4096``), same timing; the slot table's slot
+        words and the multicast's RESULT buffer are then in ``DP16KD``
+        blocks too, their second read register the blocks' own. ``"compact"``: the
         fewest cells, for small FPGAs at low clocks: a ``Memory`` whose read
         port is transparent to the write-back (read latency 1), no output
         register and no forwarding.
@@ -185,15 +187,18 @@ class LaneLoop(CheckedComponent):
     def acc_ram_for(params: Params, family: str, *, blocks: int | None = None) -> str:
         """The accumulator RAM form for a build on ``family`` (``"ecp5"``,
         ``"ice40"``, ...): ``"ecp5"`` on the ECP5 when the accumulators fit
-        its blocks' 4096 x 4 shape and, given the device's ``blocks``
-        (DP16KD), take at most three quarters of them (the rest of the core
-        needs some: 15 at the defaults); else ``"memory"``, which a
-        synthesis tool maps to wider, fewer blocks (L=32: 257 DP16KD in the
-        4096 x 4 shape, more than the LFE5U-85F's 208)."""
-        fits = 2 * params.slots * params.beats <= DP16KD_DEPTH
-        if blocks is not None:
+        a ``DP16KD`` configuration's depth (at most 4096 entries) and, given
+        the device's ``blocks`` (DP16KD), take at most three quarters of them
+        in the widest configuration that holds them
+        (:func:`~netagg.hdl.ram.dp16kd_shape`; the rest of the core needs
+        some: 22 at the defaults); else ``"memory"``, which a synthesis tool
+        maps as it can (e.g. L=32 with S=1024: 4096 entries, 257 DP16KD in
+        the 4096 x 4 shape, more than the LFE5U-85F's 208)."""
+        depth = 2 * params.slots * params.beats
+        fits = depth <= DP16KD_DEPTH
+        if fits and blocks is not None:
             width = acc_word(params).size
-            fits = fits and -(-width // 4) * 4 <= 3 * blocks
+            fits = 4 * -(-width // dp16kd_shape(depth)[1]) <= 3 * blocks
         return "ecp5" if family == "ecp5" and fits else "memory"
 
     @staticmethod

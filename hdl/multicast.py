@@ -13,7 +13,7 @@ from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.fp import FP32ToBF16
 from netagg.hdl.netlist import KEEP
-from netagg.hdl.ram import NO_RW_CHECK, registered_read
+from netagg.hdl.ram import DP16KD_DEPTH, NO_RW_CHECK, RAM_FORMS, WideRAM, registered_read
 from netagg.hdl.skid import SkidBuffer
 from netagg.hdl.slot_layouts import result_beat, result_desc
 from netagg.params import Params
@@ -83,19 +83,31 @@ class Multicast(CheckedComponent):
     the buffer's read has a register after the RAM's own: a block RAM read
     without its output register is slow (ECP5 DP16KD: 5.83 ns clock to
     output), so it ends in the flip-flops beside it, and the egress queue
-    is written a cycle later. ``compact``: neither, and no register stage
-    on the way in (the fewest cells).
+    is written a cycle later. The buffer is a
+    :class:`~netagg.hdl.ram.WideRAM` in ``ram_form``: ``"memory"``
+    (default, portable: that register in the fabric) or ``"ecp5"``
+    (``DP16KD`` blocks, that register their own output register).
+    ``compact``: neither, and no register stage on the way in (the fewest
+    cells).
     """
 
     @staticmethod
-    def check(params: Params, depth: int, *, compact: bool = False) -> None:
+    def check(params: Params, depth: int, *, compact: bool = False,
+              ram_form: str = "memory") -> None:
         if not isinstance(depth, int) or depth < params.beats or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= K/L ({params.beats}), not {depth}")
+        if ram_form not in RAM_FORMS or (compact and ram_form != "memory"):
+            raise ValueError(f"ram_form must be one of {RAM_FORMS} ('memory' when compact), "
+                             f"not {ram_form!r}")
+        if ram_form == "ecp5" and depth > DP16KD_DEPTH:
+            raise ValueError(f"ram_form 'ecp5' holds at most {DP16KD_DEPTH} beats, not {depth}")
 
-    def __init__(self, params: Params, depth: int, *, compact: bool = False):
+    def __init__(self, params: Params, depth: int, *, compact: bool = False,
+                 ram_form: str = "memory"):
         self._params = params
         self._depth = depth
         self._compact = compact
+        self._ram_form = ram_form
         super().__init__({
             "res_desc": In(stream.Signature(result_desc(params))),
             "res_beat": In(stream.Signature(result_beat(params), always_ready=True)),
@@ -128,10 +140,19 @@ class Multicast(CheckedComponent):
         m.submodules.stored = stored_q = BufferedFIFO(width=stored_l.size, depth=depth)
         # (16 entries cost the distributed RAM of 8: it is 16 deep)
         m.submodules.out_q = out_q = BufferedFIFO(width=out_l.size, depth=16)
-        # Never read where it is written in the same cycle (credit): no bypass logic.
-        m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[],
-                                        attrs=NO_RW_CHECK)
-        buf_wr = buf.write_port()
+        # Never read where it is written in the same cycle (credit): no bypass
+        # logic. Unless compact, the read's second register is the RAM's own
+        # (``out_reg``).
+        slow = not self._compact
+        if slow:
+            m.submodules.buf = buf = WideRAM(beat_l.size, depth, form=self._ram_form,
+                                             out_reg=True)
+            buf_wr = buf.write
+            m.d.comb += buf.r_en.eq(1)
+        else:
+            m.submodules.buf = buf = Memory(shape=beat_l, depth=depth, init=[],
+                                            attrs=NO_RW_CHECK)
+            buf_wr = buf.write_port()
 
         # (not compact) a register slice first: the slot table's decision
         # drives two flip-flops here, not the queue's write
@@ -230,7 +251,6 @@ class Multicast(CheckedComponent):
         inflight = Signal()
         # Registered, from the level a cycle ago: room for the beats in
         # flight (one or two, the read stages) and one more.
-        slow = not self._compact
         space = Signal()
         m.d.sync += space.eq(out_q.level < out_q.depth - (4 if slow else 3))
         issue = heads_ok & space
@@ -244,7 +264,10 @@ class Multicast(CheckedComponent):
         m.d.comb += [beat_next.eq(beat), dest_next.eq(dest)]
         m.d.sync += [last_beat.eq(beat_next == head_next.lastb),
                      last_dest.eq(dest_next == head_next.lastw)]
-        buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
+        if slow:
+            m.d.comb += buf.r_addr.eq(cur_st.start + beat)
+        else:
+            buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
         m.d.sync += [inflight.eq(issue), self.free.valid.eq(0)]   # free: registered
         with m.If(issue):
             with m.If(last_beat):
@@ -270,11 +293,11 @@ class Multicast(CheckedComponent):
             ent.last.eq(last_beat),
         ]
         if slow:
-            # the read's second register, beside the RAM; the head with it
-            buf_q = Signal(beat_l, name="buf_data_q")
+            # the read's second register (the RAM's); the head with it
+            buf_q = buf.r_data
             ent_q = Signal(_out_head(p), name="ent_q")
             inflight_q = Signal(name="inflight_q")
-            m.d.sync += [buf_q.eq(buf_data), ent_q.eq(ent), inflight_q.eq(inflight)]
+            m.d.sync += [ent_q.eq(ent), inflight_q.eq(inflight)]
         else:
             buf_q, ent_q, inflight_q = buf_data, ent, inflight
         eg = data.View(out_l, out_q.w_data)

@@ -4,7 +4,9 @@ form (:class:`WideRAM`)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal
+from typing import NamedTuple
+
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -47,14 +49,35 @@ def registered_read(m, memory: Memory, addr, *, en=1, name: str):
     return data
 
 
+class WritePort(NamedTuple):
+    """A write port's signals, named as a ``Memory`` write port's."""
+    addr: Value
+    data: Value
+    en: Value
+
+
 RAM_FORMS = ("memory", "ecp5")
 """Build forms of :class:`WideRAM`: ``"memory"`` (an Amaranth ``Memory``,
 any FPGA flow) and ``"ecp5"`` (``DP16KD`` block instances)."""
 
 DP16KD_DEPTH = 4096
-"""Entries of one ECP5 block RAM in its 4-bit-wide configuration."""
+"""Entries of one ECP5 block RAM in its 4-bit-wide configuration, the most
+the ``"ecp5"`` form of :class:`WideRAM` holds."""
 
 DP16KD_WIDTH = 4
+
+DP16KD_SHAPES = ((1024, 18), (2048, 9), (4096, 4))
+"""(entries, bits) of the ``DP16KD`` configurations the ``"ecp5"`` form
+uses, widest first (true dual port: 18 bits is the widest)."""
+
+
+def dp16kd_shape(depth: int) -> tuple[int, int]:
+    """The widest ``DP16KD`` configuration (entries, bits) that holds
+    ``depth`` entries (at most :data:`DP16KD_DEPTH`)."""
+    for entries, bits in DP16KD_SHAPES:
+        if depth <= entries:
+            return entries, bits
+    raise ValueError(f"a DP16KD holds at most {DP16KD_DEPTH} entries, not {depth}")
 
 
 class WideRAM(wiring.Component):
@@ -79,6 +102,11 @@ class WideRAM(wiring.Component):
         in the ``"memory"`` form. It takes the block's 5.8 ns
         clock-to-out off the path to the next logic (docs/boards.md,
         Timing closure) at the cost of one cycle of read latency.
+    out_en : bool
+        With ``out_reg``: the second read register loads at the edges where
+        the ``o_en`` port is high instead of ``r_en`` (the ``DP16KD``'s
+        ``OCEB``), so that it can hold one entry while the first register
+        reads the next. Not with ``group_bits``.
     group_bits : int
         0 (default): the ports drive the storage directly. ``n > 0``: the
         addresses and the write enable are registered inside, one kept copy
@@ -100,9 +128,12 @@ class WideRAM(wiring.Component):
         Read address, sampled at the edge where ``r_en`` is high (with
         ``group_bits``: into the address registers; the storage is read at
         the next edge with ``r_en`` high, and sees every write before it).
+    o_en : In(1)
+        Only with ``out_en``: the second read register's load enable.
     r_data : Out(width)
         The entry at the ``r_addr`` of the ``latency``-th most recent edge
-        with ``r_en`` high, ``latency`` = 1 + ``out_reg`` (+ 1 with
+        with ``r_en`` high (with ``out_en``: the entry the first register
+        held at the most recent edge with ``o_en`` high), ``latency`` = 1 + ``out_reg`` (+ 1 with
         ``group_bits``): the read pipeline advances only on edges with
         ``r_en`` high and holds otherwise (``r_en`` drives the blocks'
         ``CEB`` and ``OCEB``). Undefined before ``latency`` enabled reads,
@@ -113,7 +144,7 @@ class WideRAM(wiring.Component):
     """
 
     def __init__(self, width: int, depth: int, *, form: str = "memory", out_reg: bool = False,
-                 group_bits: int = 0, domain: str = "sync"):
+                 out_en: bool = False, group_bits: int = 0, domain: str = "sync"):
         problems = []
         if not isinstance(width, int) or isinstance(width, bool) or width < 1:
             problems.append(f"width must be a positive int, not {width!r}")
@@ -125,21 +156,32 @@ class WideRAM(wiring.Component):
             problems.append(f"the ecp5 form holds at most {DP16KD_DEPTH} entries, not {depth}")
         if not isinstance(out_reg, bool):
             problems.append(f"out_reg must be a bool, not {out_reg!r}")
-        if (not isinstance(group_bits, int) or isinstance(group_bits, bool) or group_bits < 0
-                or (form == "ecp5" and group_bits % DP16KD_WIDTH)):
-            problems.append(f"group_bits must be an int >= 0 (a multiple of {DP16KD_WIDTH} in "
-                            f"the ecp5 form), not {group_bits!r}")
+        if not isinstance(out_en, bool) or (out_en and (not out_reg or group_bits)):
+            problems.append(f"out_en must be a bool, True only with out_reg and without "
+                            f"group_bits, not {out_en!r}")
+        if not isinstance(group_bits, int) or isinstance(group_bits, bool) or group_bits < 0:
+            problems.append(f"group_bits must be an int >= 0, not {group_bits!r}")
         if problems:
             self._MustUse__silence = True      # no "created but never used" warning
             raise ValueError("; ".join(problems))
         self._width, self._depth, self._form = width, depth, form
         self._out_reg, self._domain = out_reg, domain
+        self._out_en = out_en
         self._group_bits = group_bits
         abits = bits_for(depth)
-        super().__init__({
+        ports = {
             "w_addr": In(abits), "w_data": In(width), "w_en": In(1),
             "r_addr": In(abits), "r_en": In(1), "r_data": Out(width),
-        })
+        }
+        if out_en:
+            ports["o_en"] = In(1)
+        super().__init__(ports)
+
+    @property
+    def write(self) -> WritePort:
+        """The write port's ``addr``, ``data`` and ``en`` (the names of a
+        ``Memory`` write port)."""
+        return WritePort(self.w_addr, self.w_data, self.w_en)
 
     @property
     def width(self) -> int:
@@ -167,9 +209,14 @@ class WideRAM(wiring.Component):
         return [(lo, min(n, self._width - lo)) for lo in range(0, self._width, n)]
 
     @property
+    def block_shape(self) -> tuple[int, int]:
+        """(entries, bits) of each ``DP16KD`` of the ``"ecp5"`` form."""
+        return dp16kd_shape(self._depth)
+
+    @property
     def blocks(self) -> int:
         """``DP16KD`` instances of the ``"ecp5"`` form."""
-        return -(-self._width // DP16KD_WIDTH)
+        return -(-self._width // self.block_shape[1])
 
     def elaborate(self, platform):
         m = Module()
@@ -206,7 +253,7 @@ class WideRAM(wiring.Component):
         if self._out_reg:
             out = Signal(n, name=prefix.replace("mem", "out") + READ_REGISTER_SUFFIX,
                          reset_less=True)
-            with m.If(ctrl["r_en"]):
+            with m.If(self.o_en if self._out_en else ctrl["r_en"]):
                 sync += out.eq(data)
             data = out
         m.d.comb += self.r_data[lo:lo + n].eq(data)
@@ -214,23 +261,29 @@ class WideRAM(wiring.Component):
     def _group_ecp5(self, m, g, lo, n, ctrl):
         clk = ClockSignal(self._domain)
         zero = Const(0, 1)
+        entries, bits = self.block_shape
+        low = 14 - bits_for(entries)                   # AD[low-1:0]: not the word address
         w_addr, r_addr = ctrl["w_addr"], ctrl["r_addr"]
-        waddr = Cat(Const(0, 2), w_addr, Const(0, 12 - len(w_addr)))   # ADx[13:2]
-        raddr = Cat(Const(0, 2), r_addr, Const(0, 12 - len(r_addr)))
-        for k in range(lo // DP16KD_WIDTH, -(-(lo + n) // DP16KD_WIDTH)):
-            b_lo = k * DP16KD_WIDTH
-            b_n = min(DP16KD_WIDTH, self._width - b_lo)
+        # x18: port A's AD[1:0] are its byte write enables (both bytes)
+        wlow = Cat(Const(0b11, 2), Const(0, low - 2)) if bits == 18 else Const(0, low)
+        waddr = Cat(wlow, w_addr, Const(0, 14 - low - len(w_addr)))
+        raddr = Cat(Const(0, low), r_addr, Const(0, 14 - low - len(r_addr)))
+        # the blocks whose first bit is in this group
+        for k in range(-(-lo // bits), -(-(lo + n) // bits)):
+            b_lo = k * bits
+            b_n = min(bits, self._width - b_lo)
             di = Cat(self.w_data[b_lo:b_lo + b_n], Const(0, 18 - b_n))
             do = Signal(18, name=f"bram{k}_do")
             ports = {
-                "p_DATA_WIDTH_A": DP16KD_WIDTH, "p_DATA_WIDTH_B": DP16KD_WIDTH,
+                "p_DATA_WIDTH_A": bits, "p_DATA_WIDTH_B": bits,
                 "p_REGMODE_A": "NOREG", "p_REGMODE_B": "OUTREG" if self._out_reg else "NOREG",
                 "p_RESETMODE": "SYNC", "p_ASYNC_RESET_RELEASE": "SYNC",
                 "p_CSDECODE_A": "0b000", "p_CSDECODE_B": "0b000",
                 "p_WRITEMODE_A": "NORMAL", "p_WRITEMODE_B": "NORMAL", "p_GSR": "AUTO",
                 "i_CLKA": clk, "i_CEA": Const(1, 1), "i_OCEA": Const(1, 1), "i_WEA": ctrl["w_en"],
                 "i_RSTA": zero,
-                "i_CLKB": clk, "i_CEB": ctrl["r_en"], "i_OCEB": ctrl["r_en"], "i_WEB": zero,
+                "i_CLKB": clk, "i_CEB": ctrl["r_en"],
+                "i_OCEB": self.o_en if self._out_en else ctrl["r_en"], "i_WEB": zero,
                 "i_RSTB": zero,
             }
             for i in range(3):

@@ -25,7 +25,7 @@ from netagg.hdl.lane import Lane
 from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.netlist import KEEP
 from netagg.hdl.payload_buffer import PayloadBuffer
-from netagg.hdl.ram import NO_RW_CHECK, registered_read
+from netagg.hdl.ram import NO_RW_CHECK, WideRAM, registered_read
 from netagg.hdl.slot_layouts import (
     Mode,
     beat_count_bits,
@@ -45,7 +45,9 @@ class SlotTable(CheckedComponent):
 
     State: S slot words (both copies' bitmaps, counts, done flags and round
     metadata) and 2 x S x K accumulators with per-beat sticky flags, in
-    block RAM (``amaranth.lib.memory.Memory``). After reset the slot words
+    block RAM (``amaranth.lib.memory.Memory``; with ``acc_ram="ecp5"``,
+    ``DP16KD`` blocks for both, B1's register of the slot word read the
+    blocks' output register: :class:`~netagg.hdl.ram.WideRAM`). After reset the slot words
     are cleared (S cycles, ``ready`` low).
 
     ``desc``: the validator's descriptors; ``data``: the payload beats of
@@ -177,9 +179,17 @@ class SlotTable(CheckedComponent):
         # ---------------- slot words; after reset, cleared ----------------
         # A word read at the edge where it is written is replaced by the
         # forwarded one (below): no read-during-write logic.
-        m.submodules.state_mem = state_mem = Memory(shape=slot_state(p), depth=S, init=[],
-                                                    attrs=NO_RW_CHECK)
-        state_wr = state_mem.write_port()
+        # ("ecp5", not compact: DP16KD blocks, B1's register of the word
+        # read their output register)
+        vendor = self._acc_ram == "ecp5" and not compact
+        if vendor:
+            m.submodules.state_mem = state_ram = WideRAM(slot_state(p).size, S, form="ecp5",
+                                                         out_reg=True, out_en=True)
+            state_wr = state_ram.write
+        else:
+            m.submodules.state_mem = state_mem = Memory(shape=slot_state(p), depth=S, init=[],
+                                                        attrs=NO_RW_CHECK)
+            state_wr = state_mem.write_port()
         clearing = Signal(init=1)
         clear_addr = Signal(range(S + 1))
         with m.If(clearing):
@@ -342,8 +352,9 @@ class SlotTable(CheckedComponent):
                 with m.Elif(take):
                     m.d.sync += a_hit_c[k].eq(e_live[k]
                                               & (e_desc[k].slot_abs == incoming.slot_abs))
-            state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
-                                         name="state_read")
+            if not vendor:
+                state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
+                                             name="state_read")
             with m.If(take):
                 m.d.sync += [a_valid.eq(1), a_desc.eq(incoming)]
                 m.d.sync += [a_track[k].eq(e_valid[k] | (b_moves & (wptr == k)))
@@ -361,11 +372,19 @@ class SlotTable(CheckedComponent):
             last = ~wptr                    # the entry pushed last
             hit_last = Mux(last, hit[1], hit[0])
             hit_older = Mux(last, hit[0], hit[1])
-            b1_ram = Signal(state_l, name="b1_ram")         # the word read
+            # the word read: read as the message is taken, held as it moves
+            # into B1
+            if vendor:
+                m.d.comb += [state_ram.r_addr.eq(incoming.slot_abs), state_ram.r_en.eq(take),
+                             state_ram.o_en.eq(a_moves)]
+                b1_ram = state_l(state_ram.r_data)
+            else:
+                b1_ram = Signal(state_l, name="b1_ram")
+                with m.If(a_moves):
+                    m.d.sync += b1_ram.eq(state_read)
             b1_fwd = Signal(state_l, name="b1_fwd")         # C's youngest of the slot
             with m.If(a_moves):
-                m.d.sync += [b1_ram.eq(state_read),
-                             b1_fwd.eq(Mux(hit_last,
+                m.d.sync += [b1_fwd.eq(Mux(hit_last,
                                            Mux(last, e_terms[1].new_state,
                                                e_terms[0].new_state),
                                            Mux(last, e_terms[0].new_state,

@@ -203,6 +203,10 @@ def test_ooc_build_of_the_default_core_completes(tmp_path):
     assert rep["resources"]["BRAM"]["used"] > 0
     (clock,) = rep["clocks"].values()
     assert clock["constraint_mhz"] == 150.0 and clock["fmax_mhz"] > 0
+    # every endpoint's arrival (--detailed-timing-report), the late ones by block
+    ends = rep["endpoints"]
+    assert ends["endpoints"] > 1000 and rep["late_endpoints"] == ends["late"]
+    assert sum(ends["late_by_block"].values()) == ends["late"]
     il = (tmp_path / "netagg_core.il").read_text()
     wires = [ln.split()[-1] for ln in il.splitlines() if ln.lstrip().startswith("wire ")]
     assert wires and not any("[" in w for w in wires)

@@ -24,7 +24,7 @@ import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-from netagg.hdl.ram import DP16KD_DEPTH, WideRAM
+from netagg.hdl.ram import DP16KD_DEPTH, WideRAM, dp16kd_shape
 from netagg.sim import harness
 
 SEED = int(os.environ.get("NETAGG_RAM_SEED", "2026"))
@@ -87,7 +87,7 @@ def test_bad_arguments():
                    {"width": 8, "depth": DP16KD_DEPTH + 1, "form": "ecp5"},
                    {"width": 8, "depth": 8, "out_reg": 1},
                    {"width": 8, "depth": 8, "group_bits": -4},
-                   {"width": 8, "depth": 8, "form": "ecp5", "group_bits": 6}):
+                   {"width": 8, "depth": 8, "form": "ecp5", "group_bits": True}):
         with pytest.raises(ValueError):
             WideRAM(**kwargs)
 
@@ -96,6 +96,15 @@ def test_latency_and_blocks():
     assert WideRAM(258, 4096).latency == 1
     assert WideRAM(258, 4096, form="ecp5", out_reg=True).latency == 2
     assert WideRAM(258, 4096, form="ecp5").blocks == 65
+    # the widest block configuration that holds the depth
+    assert WideRAM(258, 2048, form="ecp5").block_shape == (2048, 9)
+    assert WideRAM(258, 2048, form="ecp5").blocks == 29
+    assert WideRAM(258, 1024, form="ecp5").blocks == 15
+    assert WideRAM(258, 16, form="ecp5").block_shape == (1024, 18)
+    assert [dp16kd_shape(d) for d in (2, 1024, 1025, 2048, 2049, 4096)] == [
+        (1024, 18), (1024, 18), (2048, 9), (2048, 9), (4096, 4), (4096, 4)]
+    with pytest.raises(ValueError, match="at most 4096"):
+        dp16kd_shape(4097)
     grouped = WideRAM(258, 4096, form="ecp5", out_reg=True, group_bits=32)
     assert grouped.latency == 3
     assert grouped.groups == [(32 * k, 32) for k in range(8)] + [(256, 2)]
@@ -159,8 +168,8 @@ endmodule
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
-@pytest.mark.parametrize("out_reg,group_bits", [(False, 0), (True, 0), (True, 4)])
-@pytest.mark.parametrize("depth,width", [(64, 10), (DP16KD_DEPTH, 6)])
+@pytest.mark.parametrize("out_reg,group_bits", [(False, 0), (True, 0), (True, 4), (True, 8)])
+@pytest.mark.parametrize("depth,width", [(64, 40), (2048, 21), (DP16KD_DEPTH, 6)])
 def test_ecp5_form_matches_memory_form_in_icarus(tmp_path, out_reg, group_bits, depth, width):
     print(f"seed {SEED}")
     rng = np.random.default_rng(SEED + 2 * depth + out_reg + 4 * group_bits)
@@ -219,13 +228,15 @@ def test_ecp5_form_matches_yosys_cell_declaration(tmp_path):
 
 
 def test_accumulator_form_for_the_device():
-    # the ECP5 form when the 4096 x 4 blocks fit the depth and the device
+    # the ECP5 form when the blocks (the widest shape that holds the
+    # depth) fit the device
     from netagg.boards.build import ECP5_BLOCKS
     from netagg.hdl.lane_loop import LaneLoop
     from netagg.params import Params
     big = ECP5_BLOCKS["LFE5U-85F"]
-    for lanes, form in ((8, "ecp5"), (16, "ecp5"), (32, "memory")):
-        p = Params(lanes=lanes)
+    for lanes, slots, form in ((8, 256, "ecp5"), (16, 256, "ecp5"), (32, 256, "ecp5"),
+                               (32, 1024, "memory")):
+        p = Params(lanes=lanes, slots=slots)
         assert LaneLoop.acc_ram_for(p, "ecp5", blocks=big) == form, lanes
         assert LaneLoop.acc_ram_for(p, "ecp5") == "ecp5"       # no device: depth only
         assert LaneLoop.acc_ram_for(p, "ice40", blocks=big) == "memory"
