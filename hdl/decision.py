@@ -4,7 +4,7 @@ function of its descriptor and its slot word (golden model:
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -147,7 +147,11 @@ class Decision(wiring.Component):
         new_contributor_in = ~(copy_in.bits & worker_bit_in).any()
         desc_ok_in = desc_in.verdict == V.ACCEPT
         retransmit_in = desc_ok_in & ~new_contributor_in & copy_in.done
-        complete_in = n_after_in == desc_in.workers
+        # (n_after == workers, without the increment on the word's path:
+        # the message's ``workers - 1`` compared with the count)
+        workers_m1 = Signal(signed(len(desc_in.workers) + 1))
+        m.d.comb += workers_m1.eq(desc_in.workers - 1)
+        complete_in = Mux(fresh_in, desc_in.workers == 1, copy_in.n == workers_m1)
         flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, retransmit_in)
 
         new_in = Signal(slot_state(p))

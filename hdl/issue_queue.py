@@ -12,6 +12,7 @@ from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.lane import Lane
 from netagg.hdl.lane_loop import LaneLoop, acc_addr_bits
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits, issue_request, result_beat
 from netagg.hdl.validator import payload_beat
 from netagg.params import Params
@@ -218,7 +219,16 @@ class IssueQueue(CheckedComponent):
         # next crosses this register. The hazard is that of the entry's
         # beat next cycle: of its next beat if it issues now, of its own if
         # not.
-        can = [Signal(name=f"entry{i}_can") for i in range(N)]
+        #
+        # "May issue" is kept in three copies of one value (``keep``: not
+        # merged), each with its own choice: ``can`` for the queue's control
+        # (the next "may issue", the hazards, "it issued"), ``can_d`` for
+        # the entries' fields (the multiplexer of the issuing entry's
+        # advanced copy), ``can_i`` for the beat issued to the loop, so
+        # that no choice fans out to all three.
+        can = [Signal(name=f"entry{i}_can", attrs=KEEP) for i in range(N)]
+        can_d = [Signal(name=f"entry{i}_can_d", attrs=KEEP) for i in range(N)]
+        can_i = [Signal(name=f"entry{i}_can_i", attrs=KEEP) for i in range(N)]
 
         def may_issue(waits_, done_, hazard_, follows_):
             return waits_ & ~done_ & ~hazard_ & ~follows_
@@ -226,18 +236,26 @@ class IssueQueue(CheckedComponent):
         # seen a cycle ago (registered) bounds the one now.
         rtx_go = Signal()
         m.d.comb += rtx_go.eq(rtx_waits & ~q[0].done & ~loop.lanes_busy)
-        sel = [Signal(name=f"issue{i}") for i in range(N)]
-        m.d.comb += sel[0].eq(can[0] | rtx_go)
-        # (an entry behind a retransmission follows it: none may issue
-        # while it has beats left, so ``rtx_go`` need not be in their terms)
-        for i in range(1, N):
-            m.d.comb += sel[i].eq(can[i] & ~Cat(*can[:i]).any())
-        any_issue = Cat(*sel).any()
+
+        def choice(may, name):
+            """The entry that issues: the oldest that may."""
+            sel_ = [Signal(name=f"{name}{i}") for i in range(N)]
+            m.d.comb += sel_[0].eq(may[0] | rtx_go)
+            # (an entry behind a retransmission follows it: none may issue
+            # while it has beats left, so ``rtx_go`` need not be in their
+            # terms)
+            for i in range(1, N):
+                m.d.comb += sel_[i].eq(may[i] & ~Cat(*may[:i]).any())
+            return sel_
+        sel = choice(can, "issue")
+        sel_d = choice(can_d, "issue_d")
+        sel_i = choice(can_i, "issue_i")
+        any_issue = Cat(*sel_i).any()
         m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx for u, e in zip(unissued, q,
                                                                                  strict=True))).any())
 
         issuing = Signal(entry_l)
-        m.d.comb += issuing.eq(_one_hot_mux(sel, q, entry_l))
+        m.d.comb += issuing.eq(_one_hot_mux(sel_i, q, entry_l))
         beat = loop.issue.payload
         m.d.comb += [
             loop.issue.valid.eq(any_issue),
@@ -416,6 +434,7 @@ class IssueQueue(CheckedComponent):
         nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
         base = [Signal(entry_l, name=f"entry{x}_base") for x in range(N)]
         bump_here = [Signal(name=f"entry{x}_bump") for x in range(N)]
+        bump_here_d = [Signal(name=f"entry{x}_bump_d") for x in range(N)]
         nxt_after = {}
         for x in range(N):
             with m.If(placed[x]):
@@ -430,8 +449,9 @@ class IssueQueue(CheckedComponent):
                     ]
                 else:
                     m.d.comb += base[x].eq(Mux(shift[x], 0, q[x]))
-            m.d.comb += bump_here[x].eq(~placed[x] & src(sel, x, 0))
-            m.d.comb += [nxt_q[x].eq(Mux(bump_here[x], src(bumped, x, 0), base[x])),
+            m.d.comb += [bump_here[x].eq(~placed[x] & src(sel, x, 0)),
+                         bump_here_d[x].eq(~placed[x] & src(sel_d, x, 0))]
+            m.d.comb += [nxt_q[x].eq(Mux(bump_here_d[x], src(bumped, x, 0), base[x])),
                          nxt_q[x].frees.eq(base[x].frees)]
             for j in range(x):
                 a = Signal(name=f"entry{x}_after{j}_new")
@@ -440,6 +460,8 @@ class IssueQueue(CheckedComponent):
                 m.d.comb += a.eq(Mux(placed[x], Mux(shift[j], req_after[j + 1], req_after[j]),
                                      Mux(shift[x], held, after[x, j])))
                 nxt_after[x, j] = a
+        done_next = [Mux(bump_here[x], src([b.done for b in bumped], x, 0), base[x].done)
+                     for x in range(N)]
         for x in range(N):
             # the copy and slot of the entry at x next cycle, against the
             # request pushed now (an empty place holds zeros)
@@ -459,11 +481,13 @@ class IssueQueue(CheckedComponent):
             stays_next = Mux(placed[x], h_req, src(h_stay, x, 0))
             issued_next = Mux(placed[x], h_req, src(h_issue, x, 0))
             m.d.sync += issued_last[x].eq(bump_here[x])
-            follows_next = (Cat(*(nxt_after[x, j] & ~nxt_q[j].done for j in range(x))).any()
+            # (the entries' next "done" from the control copy of the
+            # choice; valid and rtx do not depend on it)
+            follows_next = (Cat(*(nxt_after[x, j] & ~done_next[j] for j in range(x))).any()
                             if x else Const(0))
-            m.d.sync += can[x].eq(may_issue(
-                nxt_q[x].valid & ~nxt_q[x].rtx, nxt_q[x].done,
-                Mux(bump_here[x], issued_next, stays_next), follows_next))
+            may_next = may_issue(base[x].valid & ~base[x].rtx, done_next[x],
+                                 Mux(bump_here[x], issued_next, stays_next), follows_next)
+            m.d.sync += [can[x].eq(may_next), can_d[x].eq(may_next), can_i[x].eq(may_next)]
             m.d.sync += [q[x].eq(nxt_q[x]),
                          waits[x].eq(nxt_q[x].valid & ~nxt_q[x].rtx)]
             for j in range(x):
