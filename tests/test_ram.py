@@ -243,3 +243,97 @@ def test_accumulator_form_for_the_device():
     assert LaneLoop.acc_ram_for(Params(lanes=8), "ecp5", blocks=ECP5_BLOCKS["LFE5U-25F"]) \
         == "memory"
     assert LaneLoop.acc_ram_for(Params(lanes=1, slots=2048), "ecp5", blocks=big) == "memory"
+
+
+def reference_out_en(rows, depth):
+    """``out_en``: r_data after each edge, rows (w_en, w_addr, w_data, r_en,
+    r_addr, o_en): the first register reads at edges with r_en, the second
+    loads the first's value at edges with o_en (None: undefined)."""
+    mem = [None] * depth
+    first = second = None
+    out = []
+    for w_en, w_addr, w_data, r_en, r_addr, o_en in rows:
+        if o_en:
+            second = first
+        if r_en:
+            first = None if (w_en and w_addr == r_addr) else mem[r_addr]
+        if w_en:
+            mem[w_addr] = w_data
+        out.append(second)
+    return out
+
+
+def out_en_rows(rng, depth, width, cycles):
+    return [(*row, int(rng.random() < 0.5)) for row in stimulus(rng, depth, width, cycles)]
+
+
+def test_out_en_arguments():
+    for kwargs in ({"out_en": True}, {"out_en": True, "out_reg": True, "group_bits": 4},
+                   {"out_en": 1, "out_reg": True}):
+        with pytest.raises(ValueError, match="out_en"):
+            WideRAM(8, 8, **kwargs)
+    assert "o_en" in WideRAM(8, 8, out_reg=True, out_en=True).signature.members
+    assert "o_en" not in WideRAM(8, 8, out_reg=True).signature.members
+
+
+def test_memory_form_out_en_against_reference():
+    print(f"seed {SEED}")
+    rng = np.random.default_rng(SEED + 77)
+    depth, width = 16, 11
+    dut = WideRAM(width, depth, out_reg=True, out_en=True)
+    rows = out_en_rows(rng, depth, width, 1500)
+    got = []
+
+    async def tb(ctx):
+        for w_en, w_addr, w_data, r_en, r_addr, o_en in rows:
+            for port, val in ((dut.w_en, w_en), (dut.w_addr, w_addr), (dut.w_data, w_data),
+                              (dut.r_en, r_en), (dut.r_addr, r_addr), (dut.o_en, o_en)):
+                ctx.set(port, val)
+            await ctx.tick()
+            got.append(ctx.get(dut.r_data))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    assert check(got, reference_out_en(rows, depth)) > 500
+
+
+TB_OUT_EN = TB.replace("reg w_en, r_en;", "reg w_en, r_en, o_en;").replace(
+    ".r_en(r_en), .r_addr(r_addr), .r_data(d_mem)",
+    ".r_en(r_en), .r_addr(r_addr), .o_en(o_en), .r_data(d_mem)").replace(
+    ".r_en(r_en), .r_addr(r_addr), .r_data(d_ecp5)",
+    ".r_en(r_en), .r_addr(r_addr), .o_en(o_en), .r_data(d_ecp5)").replace(
+    "{{w_en, w_addr, w_data, r_en, r_addr}}", "{{w_en, w_addr, w_data, r_en, r_addr, o_en}}")
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+@pytest.mark.parametrize("depth,width", [(256, 30), (2048, 10)])
+def test_ecp5_form_out_en_matches_reference_in_icarus(tmp_path, depth, width):
+    print(f"seed {SEED}")
+    rng = np.random.default_rng(SEED + 3 * depth)
+    mem = WideRAM(width, depth, out_reg=True, out_en=True)
+    ecp5 = WideRAM(width, depth, form="ecp5", out_reg=True, out_en=True)
+    src = tmp_path / "rams.v"
+    src.write_text(verilog.convert(mem, name="ram_mem") + verilog.convert(ecp5, name="ram_ecp5"))
+    rows = out_en_rows(rng, depth, width, 3000)
+    aw = len(mem.w_addr)
+    widths = [1, aw, width, 1, aw, 1]
+    lines = []
+    for row in rows:
+        word = 0
+        for bits, val in zip(widths, row, strict=True):
+            word = (word << bits) | val
+        lines.append(f"{word:x}")
+    (tmp_path / "stim.hex").write_text("\n".join(lines) + "\n")
+    (tmp_path / "tb.v").write_text(TB_OUT_EN.format(aw=aw - 1, dw=width - 1, sw=sum(widths) - 1,
+                                                    n=len(rows) - 1))
+    subprocess.run(["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "rams.v", str(MODEL)],
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    res = subprocess.run(["vvp", "-n", "sim.vvp"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert "not modelled" not in res.stdout, res.stdout
+    outs = (tmp_path / "out.txt").read_text().split()
+    want = reference_out_en(rows, depth)
+    for got in (outs[0::2], outs[1::2]):
+        assert check([int(x, 16) if "x" not in x else None for x in got], want) > 1000
