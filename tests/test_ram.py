@@ -81,6 +81,53 @@ def check(got, want):
     return compared
 
 
+PORTS = ("w_en", "w_addr", "w_data", "r_en", "r_addr")
+
+
+def simulate_rows(dut, rows, ports):
+    """``r_data`` after each clock edge in amaranth.sim, ``rows`` giving the
+    values of ``ports`` in each cycle."""
+    got = []
+
+    async def tb(ctx):
+        for row in rows:
+            for name, val in zip(ports, row, strict=True):
+                ctx.set(getattr(dut, name), val)
+            await ctx.tick()
+            got.append(ctx.get(dut.r_data))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    return got
+
+
+def icarus_rows(tmp_path, mem, ecp5, rows, widths, tb):
+    """``r_data`` of the two forms side by side in Icarus (the ecp5 form
+    with the block model), ``rows`` packed into a stimulus of ``widths``."""
+    src = tmp_path / "rams.v"
+    src.write_text(verilog.convert(mem, name="ram_mem") + verilog.convert(ecp5, name="ram_ecp5"))
+    lines = []
+    for row in rows:
+        word = 0
+        for bits, val in zip(widths, row, strict=True):
+            word = (word << bits) | val
+        lines.append(f"{word:x}")
+    (tmp_path / "stim.hex").write_text("\n".join(lines) + "\n")
+    aw, width = len(mem.w_addr), len(mem.w_data)
+    (tmp_path / "tb.v").write_text(tb.format(aw=aw - 1, dw=width - 1, sw=sum(widths) - 1,
+                                             n=len(rows) - 1))
+    subprocess.run(["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "rams.v", str(MODEL)],
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    res = subprocess.run(["vvp", "-n", "sim.vvp"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert "not modelled" not in res.stdout, res.stdout
+    outs = (tmp_path / "out.txt").read_text().split()
+    return [[int(x, 16) if "x" not in x else None for x in col]
+            for col in (outs[0::2], outs[1::2])]
+
+
 def test_bad_arguments():
     for kwargs in ({"width": 0, "depth": 8}, {"width": 8, "depth": 1},
                    {"width": 8, "depth": 8, "form": "xilinx"},
@@ -118,22 +165,7 @@ def test_memory_form_against_reference(out_reg, group_bits):
     depth, width = 32, 13
     dut = WideRAM(width, depth, out_reg=out_reg, group_bits=group_bits)
     rows = stimulus(rng, depth, width, 1500)
-    got = []
-
-    async def tb(ctx):
-        for w_en, w_addr, w_data, r_en, r_addr in rows:
-            ctx.set(dut.w_en, w_en)
-            ctx.set(dut.w_addr, w_addr)
-            ctx.set(dut.w_data, w_data)
-            ctx.set(dut.r_en, r_en)
-            ctx.set(dut.r_addr, r_addr)
-            await ctx.tick()
-            got.append(ctx.get(dut.r_data))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    got = simulate_rows(dut, rows, PORTS)
     assert check(got, reference(rows, depth, dut.latency, bool(group_bits))) > 500
 
 
@@ -175,28 +207,9 @@ def test_ecp5_form_matches_memory_form_in_icarus(tmp_path, out_reg, group_bits, 
     rng = np.random.default_rng(SEED + 2 * depth + out_reg + 4 * group_bits)
     mem = WideRAM(width, depth, out_reg=out_reg, group_bits=group_bits)
     ecp5 = WideRAM(width, depth, form="ecp5", out_reg=out_reg, group_bits=group_bits)
-    src = tmp_path / "rams.v"
-    src.write_text(verilog.convert(mem, name="ram_mem") + verilog.convert(ecp5, name="ram_ecp5"))
     rows = stimulus(rng, depth, width, 3000)
     aw = len(mem.w_addr)
-    fields = [(1, "w_en"), (aw, "w_addr"), (width, "w_data"), (1, "r_en"), (aw, "r_addr")]
-    lines = []
-    for row in rows:
-        word = 0
-        for (bits, _), val in zip(fields, row, strict=True):
-            word = (word << bits) | val
-        lines.append(f"{word:x}")
-    (tmp_path / "stim.hex").write_text("\n".join(lines) + "\n")
-    sw = sum(b for b, _ in fields)
-    (tmp_path / "tb.v").write_text(TB.format(aw=aw - 1, dw=width - 1, sw=sw - 1, n=len(rows) - 1))
-    subprocess.run(["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "rams.v", str(MODEL)],
-                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
-    res = subprocess.run(["vvp", "-n", "sim.vvp"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300)
-    assert "not modelled" not in res.stdout, res.stdout
-    outs = (tmp_path / "out.txt").read_text().split()
-    d_mem = [int(x, 16) if "x" not in x else None for x in outs[0::2]]
-    d_ecp5 = [int(x, 16) if "x" not in x else None for x in outs[1::2]]
+    d_mem, d_ecp5 = icarus_rows(tmp_path, mem, ecp5, rows, [1, aw, width, 1, aw], TB)
     want = reference(rows, depth, mem.latency, bool(group_bits))
     assert check(d_mem, want) > 1000
     assert check(d_ecp5, want) > 1000
@@ -282,20 +295,7 @@ def test_memory_form_out_en_against_reference():
     depth, width = 16, 11
     dut = WideRAM(width, depth, out_reg=True, out_en=True)
     rows = out_en_rows(rng, depth, width, 1500)
-    got = []
-
-    async def tb(ctx):
-        for w_en, w_addr, w_data, r_en, r_addr, o_en in rows:
-            for port, val in ((dut.w_en, w_en), (dut.w_addr, w_addr), (dut.w_data, w_data),
-                              (dut.r_en, r_en), (dut.r_addr, r_addr), (dut.o_en, o_en)):
-                ctx.set(port, val)
-            await ctx.tick()
-            got.append(ctx.get(dut.r_data))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    got = simulate_rows(dut, rows, PORTS + ("o_en",))
     assert check(got, reference_out_en(rows, depth)) > 500
 
 
@@ -314,26 +314,8 @@ def test_ecp5_form_out_en_matches_reference_in_icarus(tmp_path, depth, width):
     rng = np.random.default_rng(SEED + 3 * depth)
     mem = WideRAM(width, depth, out_reg=True, out_en=True)
     ecp5 = WideRAM(width, depth, form="ecp5", out_reg=True, out_en=True)
-    src = tmp_path / "rams.v"
-    src.write_text(verilog.convert(mem, name="ram_mem") + verilog.convert(ecp5, name="ram_ecp5"))
     rows = out_en_rows(rng, depth, width, 3000)
     aw = len(mem.w_addr)
-    widths = [1, aw, width, 1, aw, 1]
-    lines = []
-    for row in rows:
-        word = 0
-        for bits, val in zip(widths, row, strict=True):
-            word = (word << bits) | val
-        lines.append(f"{word:x}")
-    (tmp_path / "stim.hex").write_text("\n".join(lines) + "\n")
-    (tmp_path / "tb.v").write_text(TB_OUT_EN.format(aw=aw - 1, dw=width - 1, sw=sum(widths) - 1,
-                                                    n=len(rows) - 1))
-    subprocess.run(["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", "rams.v", str(MODEL)],
-                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
-    res = subprocess.run(["vvp", "-n", "sim.vvp"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300)
-    assert "not modelled" not in res.stdout, res.stdout
-    outs = (tmp_path / "out.txt").read_text().split()
     want = reference_out_en(rows, depth)
-    for got in (outs[0::2], outs[1::2]):
-        assert check([int(x, 16) if "x" not in x else None for x in got], want) > 1000
+    for got in icarus_rows(tmp_path, mem, ecp5, rows, [1, aw, width, 1, aw, 1], TB_OUT_EN):
+        assert check(got, want) > 1000
