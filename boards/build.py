@@ -207,7 +207,7 @@ def _write(outdir: Path, result: dict) -> None:
 
 def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
               freq_mhz: float = OOC_FREQ_MHZ, acc_ram: str | None = None,
-              seed: int | None = None) -> dict:
+              seed: int | None = None, router: str | None = None) -> dict:
     """The bare ``netagg_core`` out of context on an ECP5 (speed grade 6):
     ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
     no pins; the clock is routed as a plain net), constrained to
@@ -215,11 +215,15 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     (:meth:`~netagg.hdl.lane_loop.LaneLoop.acc_ram_for`; ``acc_ram``
     ``"memory"`` or ``"ecp5"`` chooses instead, e.g. ``"memory"`` when the
     ``"ecp5"`` form's blocks outnumber the device's). ``seed``: nextpnr's
-    ``--seed`` (default: none given, nextpnr's own). No bitstream."""
+    ``--seed`` (default: none given, nextpnr's own); ``router``: its
+    ``--router`` (``"router1"``, its default, or ``"router2"``, which
+    converges on congested designs where router1 does not). No bitstream."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise ValueError(f"seed must be an int or None, not {seed!r}")
+    if router not in (None, "router1", "router2"):
+        raise ValueError(f"router must be 'router1', 'router2' or None, not {router!r}")
     tool_environment()
     from amaranth.back import rtlil
 
@@ -247,7 +251,8 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package, "--speed", "6",
           "--out-of-context", "--json", "netagg_core.json", "--freq", f"{freq_mhz:g}",
           "--timing-allow-fail", "--report", "nextpnr_report.json", "--detailed-timing-report",
-          "--log", "netagg_core.tim", *(["--seed", str(seed)] if seed is not None else [])],
+          "--log", "netagg_core.tim", *(["--seed", str(seed)] if seed is not None else []),
+          *(["--router", router] if router is not None else [])],
          outdir, "nextpnr.log", "netagg_core.tim")
     seconds = time.monotonic() - start
     rep = _collect(outdir / "nextpnr_report.json", outdir / "netagg_core.json", "ecp5")
@@ -258,7 +263,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         "top": "netagg_core", "kind": "core",
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
-        "bitstream": None, "seed": seed,
+        "bitstream": None, "seed": seed, "router": router,
         # endpoints later than the period, by block and register
         # (report.endpoint_slack)
         "late_endpoints": (slack or {}).get("late"), "endpoints": slack,

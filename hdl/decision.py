@@ -4,7 +4,7 @@ function of its descriptor and its slot word (golden model:
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,12 +17,21 @@ __all__ = ["Decision", "beats_of"]
 
 
 def beats_of(count, lanes: int):
-    """ceil(count / lanes) as a value (a shift when ``lanes`` is a power of two)."""
+    """ceil(count / lanes) as a value: a shift when ``lanes`` is a power of
+    two; else the number of multiples ``k x lanes`` below ``count`` (its
+    compares with constants, a thermometer code, encoded in binary: a few
+    LUT levels, where a divider is a chain of carry chains)."""
     if lanes == 1:
         return count
     if lanes & (lanes - 1) == 0:
         return (count + (lanes - 1)) >> (lanes - 1).bit_length()
-    return (count + lanes - 1) // lanes
+    count = Value.cast(count)
+    n = -(-((1 << len(count)) - 1) // lanes)        # multiples below the largest count
+    above = [count > k * lanes for k in range(n)] + [Const(0, 1)]
+    # exactly k + 1 multiples below count: above[k] and not above[k + 1]
+    exact = [above[k] & ~above[k + 1] for k in range(n)]
+    return Cat(*(Cat(*(exact[k] for k in range(n) if (k + 1) >> j & 1)).any()
+                 for j in range(n.bit_length())))
 
 
 class Decision(wiring.Component):

@@ -9,10 +9,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 from seeds import seed_of
 
-from netagg.hdl.decision import Decision
+from netagg.hdl.decision import Decision, beats_of
 from netagg.hdl.slot_layouts import Mode
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
@@ -185,3 +186,21 @@ def test_decision_matches_golden_model(name, latency, request):
     # The traffic reached every outcome of the slot algorithm.
     assert seen["verdicts"] == {Verdict.ACCEPT, Verdict.RETRANSMIT, Verdict.MISMATCH,
                                 Verdict.DUPLICATE}, seen
+
+
+@pytest.mark.parametrize("lanes,width", [(1, 5), (3, 7), (5, 4), (8, 9), (12, 8), (40, 9)])
+def test_beats_of_is_the_ceiling_for_every_count(lanes, width):
+    # every count of the field: the shift (powers of two) and the
+    # thermometer of compares (other lane counts) against ceil(count / L)
+    count, beats = Signal(width), Signal(16)
+    m = Module()
+    m.d.comb += beats.eq(beats_of(count, lanes))
+
+    async def tb(ctx):
+        for v in range(1 << width):
+            ctx.set(count, v)
+            assert ctx.get(beats) == -(-v // lanes), (lanes, v)
+
+    sim = Simulator(m)
+    sim.add_testbench(tb)
+    sim.run()
