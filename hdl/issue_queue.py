@@ -96,9 +96,10 @@ class IssueQueue(CheckedComponent):
         the next cycle (``PayloadBuffer.rd_data``).
     data : In(payload_beat)
     released : Out(count)
-        Payload buffer beats of entries leaving this cycle, oldest message
-        first: an entry that leaves before an older one returns its beats
-        with that one (the buffer frees in arrival order).
+        Registered: payload buffer beats of the entry that left in the
+        previous cycle if it was the oldest, with those handed to it: an
+        entry that leaves before an older one returns its beats with that
+        one (the buffer frees in arrival order).
     res_beat : Out(stream of result_beat, always_ready)
         Registered RESULT beats: a completing combine's beats as they leave
         the lanes (new accumulators and sticky flags), a retransmission's as
@@ -122,18 +123,21 @@ class IssueQueue(CheckedComponent):
     ``loop_latency`` = lane latency + 4 cycles from the issue to the
     write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    Timing: the choice is a priority over one registered bit per entry
-    ("may issue": a combine, no hazard, not done, no older entry it
-    follows with beats left), computed a cycle ahead from the entries'
-    next values, as are the order constraints between entries and the
-    room; the entry registers take the issuing entry's advanced copy
-    through one multiplexer after the choice. The
-    hazards compare beat indices only (a few bits): which entries are of
-    one accumulator copy, and which of the combine beats issued in the last
-    ``spacing`` - 2 cycles are of each entry's copy, are registered bits
-    that move with the queue, set as a request joins it (its copy compared
-    once with the entries' and the recorded beats'). The request's own
-    first beat is checked against the loop's record of addresses.
+    Timing: entries stay in fixed places from arrival to departure (the
+    request takes the lowest free place), their arrival order a registered
+    matrix, so that no entry field passes a shifting multiplexer. The
+    choice is one LUT4 per entry (four entries) over registered bits ("may issue", and
+    per pair "may issue and arrived before"), computed a cycle ahead from
+    the entries' next values, as are the order constraints between entries
+    and the room; the entry registers take the issuing entry's advanced
+    copy through one multiplexer after the choice and one after the
+    placement. The hazards compare beat indices only (a few bits): which
+    entries are of one accumulator copy, and which of the combine beats
+    issued in the last ``spacing`` - 2 cycles are of each entry's copy,
+    are registered bits kept per place, set as a request joins (its copy
+    compared once with the entries' and the recorded beats'). The
+    request's own first beat is checked against the loop's record of
+    addresses.
     """
 
     @staticmethod
@@ -197,17 +201,26 @@ class IssueQueue(CheckedComponent):
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
-        # ---------------- the queue: entry 0 is the oldest ----------------
-        # Held entries are contiguous from entry 0; an entry leaves the cycle
-        # after its last beat and the younger ones move down one place.
+        # ---------------- the queue: entries in fixed places ----------------
+        # An entry stays in its place from its arrival to the cycle after its
+        # last beat, when it leaves; a request takes the lowest free place.
+        # Arrival order is a registered matrix (``older``), so no field of
+        # an entry passes a shifting multiplexer.
         q = [Signal(entry_l, name=f"entry{i}") for i in range(N)]
         # Registered per entry, computed in the cycle before (see below):
         # "a combine", (entry 0) "a retransmission", "it issued"
-        # (``issued_last``); after[k, j]: entry k must follow the older entry j.
+        # (``issued_last``); after[k, j]: entry k must follow the older entry j;
+        # older[j, k] (j < k): entry j arrived before entry k.
         issued_last = [Signal(name=f"entry{i}_issued") for i in range(N)]
         waits = [Signal(name=f"entry{i}_waits") for i in range(N)]
         rtx_waits = Signal(name="entry0_rtx_waits")
-        after = {(k, j): Signal(name=f"entry{k}_after{j}") for k in range(N) for j in range(k)}
+        after = {(k, j): Signal(name=f"entry{k}_after{j}")
+                 for k in range(N) for j in range(N) if j != k}
+        older_lo = {(j, k): Signal(name=f"entry{j}_older{k}") for k in range(N) for j in range(k)}
+
+        def older(j, k):
+            """Entry j arrived before entry k (both held)."""
+            return older_lo[j, k] if j < k else ~older_lo[k, j]
 
         unissued = [e.valid & ~e.done for e in q]
         # "May issue": an entry waiting, not done, without hazard and not
@@ -229,33 +242,41 @@ class IssueQueue(CheckedComponent):
         can = [Signal(name=f"entry{i}_can", attrs=KEEP) for i in range(N)]
         can_d = [Signal(name=f"entry{i}_can_d", attrs=KEEP) for i in range(N)]
         can_i = [Signal(name=f"entry{i}_can_i", attrs=KEEP) for i in range(N)]
+        # ... and, for each copy, "may issue and is older than entry i"
+        # (``ahead[c][j, i]``), registered beside it, so that each choice
+        # is one LUT from flip-flops.
+        ahead = [{(j, i): Signal(name=f"entry{j}_ahead{i}_{c}", attrs=KEEP)
+                  for i in range(N) for j in range(N) if j != i}
+                 for c in ("c", "d", "i")]
 
         def may_issue(waits_, done_, hazard_, follows_):
             return waits_ & ~done_ & ~hazard_ & ~follows_
-        # A retransmission waits as entry 0 with nothing issuing, so the loop
-        # seen a cycle ago (registered) bounds the one now.
+        # A retransmission waits alone in place 0 (it is pushed to an empty
+        # queue; entries pushed after it follow it), with nothing issuing,
+        # so the loop seen a cycle ago (registered) bounds the one now.
         rtx_go = Signal()
         m.d.comb += rtx_go.eq(rtx_waits & ~q[0].done & ~loop.lanes_busy)
 
-        def choice(may, name):
-            """The entry that issues: the oldest that may."""
+        def choice(may, ahead_, name):
+            """The combine entry that issues: the oldest that may."""
             sel_ = [Signal(name=f"{name}{i}") for i in range(N)]
-            m.d.comb += sel_[0].eq(may[0] | rtx_go)
-            # (an entry behind a retransmission follows it: none may issue
-            # while it has beats left, so ``rtx_go`` need not be in their
-            # terms)
-            for i in range(1, N):
-                m.d.comb += sel_[i].eq(may[i] & ~Cat(*may[:i]).any())
+            for i in range(N):
+                m.d.comb += sel_[i].eq(may[i] & ~Cat(*(ahead_[j, i]
+                                                        for j in range(N) if j != i)).any())
             return sel_
-        sel = choice(can, "issue")
-        sel_d = choice(can_d, "issue_d")
-        sel_i = choice(can_i, "issue_i")
-        any_issue = Cat(*sel_i).any()
+        sel = choice(can, ahead[0], "issue")
+        sel_d = choice(can_d, ahead[1], "issue_d")
+        sel_i = choice(can_i, ahead[2], "issue_i")
+        # the entry that issues, a retransmission's beat included
+        go = [sel[0] | rtx_go] + sel[1:]
+        go_d = [sel_d[0] | rtx_go] + sel_d[1:]
+        go_i = [sel_i[0] | rtx_go] + sel_i[1:]
+        any_issue = Cat(*can_i, rtx_go).any()
         m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx for u, e in zip(unissued, q,
                                                                                  strict=True))).any())
 
         issuing = Signal(entry_l)
-        m.d.comb += issuing.eq(_one_hot_mux(sel_i, q, entry_l))
+        m.d.comb += issuing.eq(_one_hot_mux(go_i, q, entry_l))
         beat = loop.issue.payload
         m.d.comb += [
             loop.issue.valid.eq(any_issue),
@@ -271,7 +292,8 @@ class IssueQueue(CheckedComponent):
         ]
 
         # Each entry one beat on (used where it issues: the choice is the
-        # last multiplexer before the entry registers, below).
+        # last multiplexer before the entry registers but the placement,
+        # below).
         bumped = [Signal(entry_l, name=f"entry{i}_bumped") for i in range(N)]
         for i in range(N):
             cur, nxt = q[i], bumped[i]
@@ -302,17 +324,29 @@ class IssueQueue(CheckedComponent):
                         m.d.comb += room.eq(1)
         m.d.comb += [self.has_room.eq(room),
                      self.will_be_empty.eq(~Cat(*keep).any() & ~incoming.valid)]
-        # shift[x]: the entry at x+1 moves to x (an entry at or below x leaves)
-        shift = [Cat(*leaving[:x + 1]).any() for x in range(N)]
 
-        # Payload buffer space comes back in arrival order: an entry leaving
-        # before entry 0 hands its beats (and those handed to it) to the
-        # entry just older than it.
-        m.d.comb += self.released.eq(Mux(leaving[0], q[0].frees, 0))
+        # Payload buffer space comes back in arrival order: the oldest entry
+        # returns its beats as it leaves; any other hands them (and those
+        # handed to it) to the entry that arrived just before it.
+        oldest = [q[i].valid & ~Cat(*(q[j].valid & older(j, i)
+                                      for j in range(N) if j != i)).any()
+                  for i in range(N)]
+        m.d.sync += self.released.eq(_one_hot_mux(
+            [leaving[i] & oldest[i] for i in range(N)], [e.frees for e in q],
+            len(self.released)))
+        # just_before[i][j]: entry j arrived just before entry i
+        just_before = [[Const(0) if j == i else
+                        q[j].valid & older(j, i) & ~Cat(*(q[k].valid & older(j, k) & older(k, i)
+                                                          for k in range(N)
+                                                          if k not in (i, j))).any()
+                        for j in range(N)] for i in range(N)]
+        handed = [_one_hot_mux([leaving[i] & just_before[i][j] for i in range(N)],
+                               [e.frees for e in q], len(q[0].frees))
+                  for j in range(N)]
 
         # A pushed request is registered (``incoming``, no enable: the push
-        # drives one flip-flop), and becomes an entry behind the held ones in
-        # the next cycle.
+        # drives one flip-flop), and takes the lowest free place in the next
+        # cycle.
         req = self.push.payload
         requested = Signal(entry_l)
         m.d.comb += [
@@ -337,17 +371,15 @@ class IssueQueue(CheckedComponent):
         ]
         m.d.sync += incoming.eq(requested)
         # The request's copy and slot against the entries', compared as it
-        # is pushed and registered for the places the entries take next
-        # cycle (``inc_copy[x]``, ``inc_slot[x]``: the entry at x is of the
-        # incoming request's copy, slot), so that no compare lies on the
-        # paths into ``can``.
+        # is pushed and registered (``inc_copy[x]``, ``inc_slot[x]``: the
+        # entry at x next cycle is of the incoming request's copy, slot), so
+        # that no compare lies on the paths into ``can``.
         inc_copy = [Signal(name=f"incoming_copy{x}") for x in range(N)]
         inc_slot = [Signal(name=f"incoming_slot{x}") for x in range(N)]
         # The request's first beat against the combine beat issued now
         # (age 1 next cycle, when the request is ``incoming``): the loop's
         # record of the older ones is checked on the request too (``early``).
         hz_last = Signal(name="incoming_hazard_last")
-        # (the slot/copy places are filled in below, with the queue's moves)
         # Must the incoming request follow entry j? (same slot, a
         # retransmission, or a RESULT behind a RESULT)
         req_after = [inc_slot[j] | e.rtx | (e.result & incoming.result)
@@ -357,20 +389,22 @@ class IssueQueue(CheckedComponent):
         # issued now) or the next one (issued now), the request its first.
         # A candidate has a hazard next cycle if a combine beat to its
         # address was issued in the last spacing - 2 cycles, or issues now.
-        # For the latter, an older entry that may issue (``can``, not
+        # For the latter, another entry that may issue (``can``, not
         # whether it is chosen) stands for one that issues: two entries at
         # one address are of one slot, so the younger follows the older and
         # cannot issue next cycle unless the older issues its last beat
-        # now; a spurious hazard is never read. An entry issuing now has no
-        # older entry of its slot with beats left, so its next beat has none.
+        # now (and a younger one of the copy may not issue while this one
+        # has beats left); a spurious hazard is never read. An entry
+        # issuing now has no older entry of its slot with beats left, so
+        # its next beat has none.
         #
         # Two beats share an address when they are of one copy (slot and
         # version) and have one beat index. Which entries are of one copy
         # (``same``), and which recorded beats are of each entry's copy
-        # (``r_match``, age 2 on), are registered and move with the queue:
-        # the compare in the cycle is the beat index alone. The beat issued
-        # a cycle ago is of the copy of the entry that issued it
-        # (``issued_last``, registered).
+        # (``r_match``, age 2 on), are registered per place: the compare in
+        # the cycle is the beat index alone. The beat issued a cycle ago is
+        # of the copy of the entry that issued it (``issued_last``,
+        # registered).
         same = {}
         for k in range(N):
             for j in range(k):
@@ -392,7 +426,7 @@ class IssueQueue(CheckedComponent):
 
         h_stay, h_issue = [], []
         for i in range(N):
-            others = [can[j] & same[i, j] & (q[j].beat == q[i].beat) for j in range(i)]
+            others = [can[j] & same[i, j] & (q[j].beat == q[i].beat) for j in range(N) if j != i]
             h_stay.append(Cat(recorded(i, q[i].beat), *others).any())
             h_issue.append(recorded(i, q[i].beat_nx))
         # The incoming request against the held entries and the record.
@@ -400,12 +434,11 @@ class IssueQueue(CheckedComponent):
         m.d.comb += loop.hazard_addr[0].eq(requested.acc_addr)
         early = Signal(name="incoming_early")
         m.d.sync += early.eq(loop.hazard[0])
-        # the combine beat issued now: by entry k (sel; entry 0's only when
-        # ``can``: a retransmission's beats are no hazard), at its beat
-        issued_combine = [can[0]] + sel[1:]
+        # the combine beat issued now: by entry k (``sel``: a
+        # retransmission's beats are no hazard), at its beat
         if window:
             m.d.sync += hz_last.eq(Cat(*(
-                issued_combine[k] & (q[k].copy == requested.copy) & (q[k].beat == 0)
+                sel[k] & (q[k].copy == requested.copy) & (q[k].beat == 0)
                 for k in range(N))).any())
         h_req = hz_last | early | Cat(*(can[j] & inc_copy[j] & (q[j].beat == 0)
                                         for j in range(N))).any()
@@ -418,81 +451,76 @@ class IssueQueue(CheckedComponent):
             m.d.sync += [r_valid[a].eq(r_valid[a - 1]), r_beat[a].eq(r_beat[a - 1]),
                          r_copy[a].eq(r_copy[a - 1])]
 
-        # The queue after this cycle: shifted down past a leaving entry, the
-        # request placed behind the held ones.
-        def src(values, x, empty):
-            """values[x], or values[x + 1] when the queue shifts at x."""
-            return Mux(shift[x], values[x + 1] if x + 1 < N else empty, values[x])
-
-        moved = [src([e.valid for e in q], x, 0) for x in range(N)]
+        # The queue after this cycle: a leaving entry's place freed, the
+        # request placed in the lowest free place (only registers decide).
+        free = [~e.valid | e.done for e in q]
         placed = [Signal(name=f"entry{x}_placed") for x in range(N)]
         for x in range(N):
-            m.d.comb += placed[x].eq(incoming.valid & ~moved[x] & (moved[x - 1] if x else 1))
-        # base: the entry at x next cycle if it does not issue now (the
-        # request, or a held entry moved down or not); the issuing one's
-        # bumped copy replaces it, selected by the choice alone.
+            m.d.comb += placed[x].eq(incoming.valid & free[x] & ~Cat(*free[:x]).any())
+        # Each entry's next value: the request where it is placed, else the
+        # entry advanced by a beat where it issues (the choice alone
+        # selects), else as it is; its place empties as it leaves.
         nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
-        base = [Signal(entry_l, name=f"entry{x}_base") for x in range(N)]
-        bump_here = [Signal(name=f"entry{x}_bump") for x in range(N)]
-        bump_here_d = [Signal(name=f"entry{x}_bump_d") for x in range(N)]
+        nxt_valid = [Signal(name=f"entry{x}_valid_new") for x in range(N)]
+        for x in range(N):
+            m.d.comb += [
+                nxt_q[x].eq(Mux(placed[x], incoming, Mux(go_d[x], bumped[x], q[x]))),
+                nxt_q[x].valid.eq(nxt_valid[x]),
+                nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
+                nxt_q[x].frees.eq(Mux(placed[x], incoming.frees, q[x].frees + handed[x])),
+            ]
+        done_next = [Mux(placed[x], incoming.done, Mux(go[x], bumped[x].done, q[x].done))
+                     for x in range(N)]
+        older_next = {(j, x): Mux(placed[x], 1, Mux(placed[j], 0, older_lo[j, x]))
+                      for x in range(N) for j in range(x)}
         nxt_after = {}
         for x in range(N):
-            with m.If(placed[x]):
-                m.d.comb += base[x].eq(incoming)
-            with m.Else():
-                if x + 1 < N:
-                    m.d.comb += [
-                        base[x].eq(Mux(shift[x], q[x + 1], q[x])),
-                        # beats handed down by the entry just younger, leaving now
-                        base[x].frees.eq(Mux(shift[x], q[x + 1].frees, q[x].frees)
-                                         + Mux(leaving[x + 1], q[x + 1].frees, 0)),
-                    ]
-                else:
-                    m.d.comb += base[x].eq(Mux(shift[x], 0, q[x]))
-            m.d.comb += [bump_here[x].eq(~placed[x] & src(sel, x, 0)),
-                         bump_here_d[x].eq(~placed[x] & src(sel_d, x, 0))]
-            m.d.comb += [nxt_q[x].eq(Mux(bump_here_d[x], src(bumped, x, 0), base[x])),
-                         nxt_q[x].frees.eq(base[x].frees)]
-            for j in range(x):
+            for j in range(N):
+                if j == x:
+                    continue
                 a = Signal(name=f"entry{x}_after{j}_new")
-                held = (Mux(shift[j], after[x + 1, j + 1], after[x + 1, j])
-                        if x + 1 < N else Const(0))
-                m.d.comb += a.eq(Mux(placed[x], Mux(shift[j], req_after[j + 1], req_after[j]),
-                                     Mux(shift[x], held, after[x, j])))
+                # placed at x: it follows the entries held at j as the
+                # request must; placed at j: the entry at x is older
+                m.d.comb += a.eq(Mux(placed[x], req_after[j], Mux(placed[j], 0, after[x, j])))
                 nxt_after[x, j] = a
-        done_next = [Mux(bump_here[x], src([b.done for b in bumped], x, 0), base[x].done)
-                     for x in range(N)]
+        may_next = [Signal(name=f"entry{x}_can_new") for x in range(N)]
         for x in range(N):
             # the copy and slot of the entry at x next cycle, against the
             # request pushed now (an empty place holds zeros)
             for regs, field in ((inc_copy, "copy"), (inc_slot, "slot")):
-                req = getattr(requested, field)
-                held = [getattr(e, field) == req for e in q] + [req == 0]
-                m.d.sync += regs[x].eq(Mux(placed[x], getattr(incoming, field) == req,
-                                           Mux(shift[x], held[x + 1], held[x])))
+                req_f = getattr(requested, field)
+                m.d.sync += regs[x].eq(Mux(placed[x], getattr(incoming, field) == req_f,
+                                           getattr(q[x], field) == req_f))
             for j in range(x):
-                m.d.sync += same[x, j].eq(
-                    Mux(placed[x], Mux(shift[j], inc_copy[j + 1], inc_copy[j]),
-                        Mux(shift[x], (Mux(shift[j], same[x + 1, j + 1], same[x + 1, j])
-                                       if x + 1 < N else 0), same[x, j])))
+                m.d.sync += [
+                    same[x, j].eq(Mux(placed[x], inc_copy[j],
+                                      Mux(placed[j], inc_copy[x], same[x, j]))),
+                    # the one placed is the younger
+                    older_lo[j, x].eq(older_next[j, x]),
+                ]
             for a in range(1, window):
-                m.d.sync += r_match[a][x].eq(Mux(placed[x], inc_rec[a - 1],
-                                                 src(matches[a - 1], x, 0)))
-            stays_next = Mux(placed[x], h_req, src(h_stay, x, 0))
-            issued_next = Mux(placed[x], h_req, src(h_issue, x, 0))
-            m.d.sync += issued_last[x].eq(bump_here[x])
+                m.d.sync += r_match[a][x].eq(Mux(placed[x], inc_rec[a - 1], matches[a - 1][x]))
+            stays_next = Mux(placed[x], h_req, h_stay[x])
+            m.d.sync += issued_last[x].eq(go[x])
             # (the entries' next "done" from the control copy of the
             # choice; valid and rtx do not depend on it)
-            follows_next = (Cat(*(nxt_after[x, j] & ~done_next[j] for j in range(x))).any()
-                            if x else Const(0))
-            may_next = may_issue(base[x].valid & ~base[x].rtx, done_next[x],
-                                 Mux(bump_here[x], issued_next, stays_next), follows_next)
-            m.d.sync += [can[x].eq(may_next), can_d[x].eq(may_next), can_i[x].eq(may_next)]
+            follows_next = Cat(*(nxt_after[x, j] & nxt_valid[j] & ~done_next[j]
+                                 for j in range(N) if j != x)).any()
+            m.d.comb += may_next[x].eq(may_issue(nxt_valid[x] & ~nxt_q[x].rtx, done_next[x],
+                                                 Mux(go[x], h_issue[x], stays_next),
+                                                 follows_next))
+            m.d.sync += [can[x].eq(may_next[x]), can_d[x].eq(may_next[x]),
+                         can_i[x].eq(may_next[x])]
             m.d.sync += [q[x].eq(nxt_q[x]),
-                         waits[x].eq(nxt_q[x].valid & ~nxt_q[x].rtx)]
-            for j in range(x):
-                m.d.sync += after[x, j].eq(nxt_after[x, j])
-        m.d.sync += rtx_waits.eq(nxt_q[0].valid & nxt_q[0].rtx)
+                         waits[x].eq(nxt_valid[x] & ~nxt_q[x].rtx)]
+            for j in range(N):
+                if j != x:
+                    m.d.sync += after[x, j].eq(nxt_after[x, j])
+        m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
+        for (j, i) in ahead[0]:
+            o = older_next[j, i] if j < i else ~older_next[i, j]
+            for copy in ahead:
+                m.d.sync += copy[j, i].eq(may_next[j] & o)
 
         # The payload beat of the beat issued in the previous cycle: its
         # entry's, chosen by the registered "it issued" (the choice reaches
