@@ -400,11 +400,9 @@ class IssueQueue(CheckedComponent):
         #
         # Two beats share an address when they are of one copy (slot and
         # version) and have one beat index. Which entries are of one copy
-        # (``same``), and which recorded beats are of each entry's copy
-        # (``r_match``, age 2 on), are registered per place: the compare in
-        # the cycle is the beat index alone. The beat issued a cycle ago is
-        # of the copy of the entry that issued it (``issued_last``,
-        # registered).
+        # (``same``), and which recorded combine beats are of each entry's
+        # copy (``r_hit``), are registered per place: the compare in the
+        # cycle is the beat index alone.
         same = {}
         for k in range(N):
             for j in range(k):
@@ -414,14 +412,11 @@ class IssueQueue(CheckedComponent):
         r_beat = [Signal(len(q[0].beat), name=f"rec{a}_beat")
                   for a in range(window)]
         r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(window)]
-        # r_match[a][x]: record a (age a + 1) is of entry x's copy (a >= 1)
-        r_match = [None] + [[Signal(name=f"rec{a}_match{x}") for x in range(N)]
-                            for a in range(1, window)]
-        m1 = [Cat(*(issued_last[j] & same[k, j] for j in range(N))).any() for k in range(N)]
-        matches = [m1] + r_match[1:]
+        # r_hit[a][x]: record a (age a + 1) is a combine beat of entry x's copy
+        r_hit = [[Signal(name=f"rec{a}_hit{x}") for x in range(N)] for a in range(window)]
 
         def recorded(i, beat_index):
-            return Cat(*(r_valid[a] & matches[a][i] & (r_beat[a] == beat_index)
+            return Cat(*(r_hit[a][i] & (r_beat[a] == beat_index)
                          for a in range(window))).any()
 
         h_stay, h_issue = [], []
@@ -471,6 +466,12 @@ class IssueQueue(CheckedComponent):
             ]
         done_next = [Mux(placed[x], incoming.done, Mux(go[x], bumped[x].done, q[x].done))
                      for x in range(N)]
+        same_next = {}
+        for x in range(N):
+            same_next[x, x] = Const(1)
+            for j in range(x):
+                same_next[x, j] = same_next[j, x] = Mux(
+                    placed[x], inc_copy[j], Mux(placed[j], inc_copy[x], same[x, j]))
         older_next = {(j, x): Mux(placed[x], 1, Mux(placed[j], 0, older_lo[j, x]))
                       for x in range(N) for j in range(x)}
         nxt_after = {}
@@ -493,13 +494,17 @@ class IssueQueue(CheckedComponent):
                                            getattr(q[x], field) == req_f))
             for j in range(x):
                 m.d.sync += [
-                    same[x, j].eq(Mux(placed[x], inc_copy[j],
-                                      Mux(placed[j], inc_copy[x], same[x, j]))),
+                    same[x, j].eq(same_next[x, j]),
                     # the one placed is the younger
                     older_lo[j, x].eq(older_next[j, x]),
                 ]
+            # the combine beat issued now, of the copy of the entry at x
+            # next cycle (the entry that issues it is of its own copy)
+            if window:
+                m.d.sync += r_hit[0][x].eq(Cat(*(sel[j] & same_next[x, j]
+                                                 for j in range(N))).any())
             for a in range(1, window):
-                m.d.sync += r_match[a][x].eq(Mux(placed[x], inc_rec[a - 1], matches[a - 1][x]))
+                m.d.sync += r_hit[a][x].eq(Mux(placed[x], inc_rec[a - 1], r_hit[a - 1][x]))
             stays_next = Mux(placed[x], h_req, h_stay[x])
             m.d.sync += issued_last[x].eq(go[x])
             # (the entries' next "done" from the control copy of the
