@@ -150,7 +150,7 @@ class Decision(wiring.Component):
                          hdr_in.count != copy_in.count,
                          *(hdr_in.offset[k:k + 8] != copy_in.offset[k:k + 8]
                            for k in range(0, 32, 8)))
-        fresh_in = (copy_in.n == 0) | copy_in.done
+        fresh_in = ~copy_in.open
         n_after_in = Signal(len(copy_in.n) + 1)
         m.d.comb += n_after_in.eq(Mux(fresh_in, 1, copy_in.n + 1))
         new_contributor_in = ~(copy_in.bits & worker_bit_in).any()
@@ -177,30 +177,37 @@ class Decision(wiring.Component):
             ]
         with m.Else():
             m.d.comb += new_in[ver_in].bits.eq(copy_in.bits | worker_bit_in)
-        m.d.comb += [new_in[ver_in].n.eq(n_after_in), new_in[ver_in].done.eq(complete_in)]
+        m.d.comb += [new_in[ver_in].n.eq(n_after_in), new_in[ver_in].done.eq(complete_in),
+                     new_in[ver_in].open.eq(~complete_in)]
 
-        round_in = Signal(round_meta(p))
-        m.d.comb += [
-            round_in.dtype.eq(Mux(retransmit_in, copy_in.dtype, hdr_in.dtype)),
-            round_in.op.eq(Mux(retransmit_in, copy_in.op, hdr_in.op)),
-            round_in.count.eq(Mux(retransmit_in, copy_in.count, hdr_in.count)),
-            round_in.offset.eq(Mux(retransmit_in, copy_in.offset, hdr_in.offset)),
-        ]
-        # both candidates' beat counts at once: the retransmission only selects
-        beats_in = Mux(retransmit_in, beats_of(copy_in.count, p.lanes),
-                       beats_of(hdr_in.count, p.lanes))
+        # both candidates' beat counts at once: the retransmission selects
+        # after the stage register (as it selects the round's metadata)
+        beats_copy_in = Signal(beat_count_bits(p))
+        beats_hdr_in = Signal(beat_count_bits(p))
+        m.d.comb += [beats_copy_in.eq(beats_of(copy_in.count, p.lanes)),
+                     beats_hdr_in.eq(beats_of(hdr_in.count, p.lanes))]
+        beats_in = Cat(beats_copy_in, beats_hdr_in)
 
         desc, state = stage(self.desc, "s_desc"), stage(self.state, "s_state")
         new = stage(new_in, "s_new")
         meta_differs = stage(differs_in, "s_differs").any()
         flags = stage(flags_in, "s_flags")
         n_after = stage(n_after_in, "s_n_after")
-        rnd = stage(round_in, "s_round")
-        beats = stage(beats_in, "s_beats")
+        both_beats = stage(beats_in, "s_beats")
         new_contributor, fresh_round, complete, desc_ok, retransmit = (flags[k] for k in range(5))
 
         # ---- after it: the metadata compare's outcome decides ACCEPT or MISMATCH
         copy = state[desc.meta.ver]
+        bbits = beat_count_bits(p)
+        beats = Mux(retransmit, both_beats[:bbits], both_beats[bbits:])
+        rnd = Signal(round_meta(p))
+        hdr = desc.meta
+        m.d.comb += [
+            rnd.dtype.eq(Mux(retransmit, copy.dtype, hdr.dtype)),
+            rnd.op.eq(Mux(retransmit, copy.op, hdr.op)),
+            rnd.count.eq(Mux(retransmit, copy.count, hdr.count)),
+            rnd.offset.eq(Mux(retransmit, copy.offset, hdr.offset)),
+        ]
         accepted = desc_ok & new_contributor & (fresh_round | ~meta_differs)
         with m.If(~desc_ok):
             m.d.comb += [self.verdict.eq(desc.verdict), self.mode.eq(Mode.DISCARD)]

@@ -16,11 +16,15 @@ __all__ = ["Mode", "copy_state", "slot_state", "acc_word", "round_meta", "issue_
 
 
 def copy_state(params: Params) -> data.StructLayout:
-    """One copy of a slot: contributor bitmap, count, done flag, round metadata."""
+    """One copy of a slot: contributor bitmap, count, done flag, round
+    metadata, and ``open`` = ``n != 0 and not done`` kept beside them (one
+    bit read instead of a compare, on the decision's path; a cleared word,
+    all zeros, is consistent)."""
     return data.StructLayout({
         "bits": unsigned(params.workers),
         "n": unsigned(layouts.bits_for(params.workers + 1)),
         "done": unsigned(1),
+        "open": unsigned(1),
         "dtype": layouts.DType,
         "op": layouts.Op,
         "count": unsigned(layouts.bits_for(params.elements + 1)),

@@ -39,13 +39,14 @@ def _copy_value(state) -> dict:
     """A golden CopyState as a copy_state layout value."""
     dtype, op, count, offset = state.meta or (0, 0, 0, 0)
     return {"bits": sum(1 << w for w in state.bits), "n": state.n, "done": int(state.done),
+            "open": int(state.n != 0 and not state.done),
             "dtype": dtype, "op": op, "count": count, "offset": offset}
 
 
 def _copy_of(const) -> dict:
     return {name: int(getattr(const, name).value) if name in ("dtype", "op")
             else int(getattr(const, name)) for name in
-            ("bits", "n", "done", "dtype", "op", "count", "offset")}
+            ("bits", "n", "done", "open", "dtype", "op", "count", "offset")}
 
 
 def _messages(rng: random.Random, params: Params, jobs: JobTable, sw: Switch, n: int):
