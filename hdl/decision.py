@@ -139,7 +139,8 @@ class Decision(wiring.Component):
         # ---- before the stage register: everything but the metadata compare's
         # outcome (the compares themselves, per field, ORed after the stage):
         # which copy, the bitmap, the count, the word after an ACCEPT, the
-        # retransmission, both candidate beat counts (the round is selected after).
+        # retransmission, both candidate beat counts (the round's metadata
+        # and beats are selected after it).
         desc_in, hdr_in = self.desc, self.desc.meta
         ver_in = hdr_in.ver
         copy_in, other_in = self.state[ver_in], self.state[~ver_in]

@@ -126,12 +126,12 @@ class IssueQueue(CheckedComponent):
     Timing: entries stay in fixed places from arrival to departure (the
     request takes the lowest free place), their arrival order a registered
     matrix, so that no entry field passes a shifting multiplexer. The
-    choice is one LUT4 per entry (four entries) over registered bits ("may issue", and
-    per pair "may issue and arrived before"), computed a cycle ahead from
-    the entries' next values, as are the order constraints between entries
-    and the room; the entry registers take the issuing entry's advanced
-    copy through one multiplexer after the choice and one after the
-    placement. The hazards compare beat indices only (a few bits): which
+    choice is one LUT4 per entry (four entries) over registered bits ("may
+    issue", and per pair "may issue and arrived before"), computed a cycle
+    ahead from the entries' next values, as are the order constraints
+    between entries and the room; the entry registers take the issuing
+    entry's advanced copy through one multiplexer after the choice and one
+    after the placement. The hazards compare beat indices only (a few bits): which
     entries are of one accumulator copy, and which of the combine beats
     issued in the last ``spacing`` - 2 cycles are of each entry's copy,
     are registered bits kept per place, set as a request joins (its copy
@@ -208,11 +208,10 @@ class IssueQueue(CheckedComponent):
         # an entry passes a shifting multiplexer.
         q = [Signal(entry_l, name=f"entry{i}") for i in range(N)]
         # Registered per entry, computed in the cycle before (see below):
-        # "a combine", (entry 0) "a retransmission", "it issued"
-        # (``issued_last``); after[k, j]: entry k must follow the older entry j;
+        # (place 0) "a retransmission waits", "it issued" (``issued_last``);
+        # after[k, j]: entry k must follow the older entry j;
         # older[j, k] (j < k): entry j arrived before entry k.
         issued_last = [Signal(name=f"entry{i}_issued") for i in range(N)]
-        waits = [Signal(name=f"entry{i}_waits") for i in range(N)]
         rtx_waits = Signal(name="entry0_rtx_waits")
         after = {(k, j): Signal(name=f"entry{k}_after{j}")
                  for k in range(N) for j in range(N) if j != k}
@@ -487,7 +486,8 @@ class IssueQueue(CheckedComponent):
         may_next = [Signal(name=f"entry{x}_can_new") for x in range(N)]
         for x in range(N):
             # the copy and slot of the entry at x next cycle, against the
-            # request pushed now (an empty place holds zeros)
+            # request pushed now (a free place's stale fields are never
+            # read: every use is gated by the entry's valid bit)
             for regs, field in ((inc_copy, "copy"), (inc_slot, "slot")):
                 req_f = getattr(requested, field)
                 m.d.sync += regs[x].eq(Mux(placed[x], getattr(incoming, field) == req_f,
@@ -516,8 +516,7 @@ class IssueQueue(CheckedComponent):
                                                  follows_next))
             m.d.sync += [can[x].eq(may_next[x]), can_d[x].eq(may_next[x]),
                          can_i[x].eq(may_next[x])]
-            m.d.sync += [q[x].eq(nxt_q[x]),
-                         waits[x].eq(nxt_valid[x] & ~nxt_q[x].rtx)]
+            m.d.sync += q[x].eq(nxt_q[x])
             for j in range(N):
                 if j != x:
                     m.d.sync += after[x, j].eq(nxt_after[x, j])

@@ -64,8 +64,6 @@ DP16KD_DEPTH = 4096
 """Entries of one ECP5 block RAM in its 4-bit-wide configuration, the most
 the ``"ecp5"`` form of :class:`WideRAM` holds."""
 
-DP16KD_WIDTH = 4
-
 DP16KD_SHAPES = ((1024, 18), (2048, 9), (4096, 4))
 """(entries, bits) of the ``DP16KD`` configurations the ``"ecp5"`` form
 uses, widest first (true dual port: 18 bits is the widest)."""
@@ -133,7 +131,8 @@ class WideRAM(wiring.Component):
     r_data : Out(width)
         The entry at the ``r_addr`` of the ``latency``-th most recent edge
         with ``r_en`` high (with ``out_en``: the entry the first register
-        held at the most recent edge with ``o_en`` high), ``latency`` = 1 + ``out_reg`` (+ 1 with
+        held at the most recent edge with ``o_en`` high), ``latency`` =
+        1 + ``out_reg`` (+ 1 with
         ``group_bits``): the read pipeline advances only on edges with
         ``r_en`` high and holds otherwise (``r_en`` drives the blocks'
         ``CEB`` and ``OCEB``). Undefined before ``latency`` enabled reads,

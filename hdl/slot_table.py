@@ -47,8 +47,8 @@ class SlotTable(CheckedComponent):
     metadata) and 2 x S x K accumulators with per-beat sticky flags, in
     block RAM (``amaranth.lib.memory.Memory``; with ``acc_ram="ecp5"``,
     ``DP16KD`` blocks for both, B1's register of the slot word read the
-    blocks' output register: :class:`~netagg.hdl.ram.WideRAM`). After reset the slot words
-    are cleared (S cycles, ``ready`` low).
+    blocks' output register: :class:`~netagg.hdl.ram.WideRAM`). After
+    reset the slot words are cleared (S cycles, ``ready`` low).
 
     ``desc``: the validator's descriptors; ``data``: the payload beats of
     accepted messages, stored in a buffer of ``data_beats`` beats.
