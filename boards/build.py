@@ -122,7 +122,7 @@ def _load_jobs(jobs, params):
 def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False, *,
           jobs=None, baud: int | None = None, device: str = "LFE5U-85F",
           freq_mhz: float = OOC_FREQ_MHZ, ctrl_key: int | None = None,
-          ctrl_port: int | None = None) -> dict:
+          ctrl_port: int | None = None, seeds: int = 1) -> dict:
     """Build ``board`` (a name of :data:`netagg.boards.registry.BOARDS`;
     ``ooc-ecp5``, or ``ooc=True`` with an ECP5 board, for the bare core out
     of context on ``device``) into ``outdir``; returns the report.
@@ -132,8 +132,15 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     UART). ``ctrl_key``, ``ctrl_port``: the UDP control plane of an
     Ethernet board (docs/ethernet.md). ``baud``: the bridge's UART rate
     (default: the board's). ``freq_mhz``: the clock constraint of the
-    out-of-context build.
+    out-of-context build. ``seeds`` (board builds): place and route up to
+    that many times until every clock meets its constraint
+    (:func:`netagg.boards.report.timing_misses`), the first with nextpnr's
+    default seed, attempt k with ``--seed k``; the report is the last
+    attempt's, with ``seed`` (None: the default) and ``attempts`` (each
+    attempt's seed and missed clocks).
     """
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ValueError(f"seeds must be a positive integer, not {seeds!r}")
     if not isinstance(params, Params):
         raise TypeError(f"params must be a Params, not {type(params).__name__}")
     spec = registry.get(board)
@@ -141,6 +148,8 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
         if spec.family != "ecp5":
             raise ValueError(f"no out-of-context build for board {board!r} "
                              f"(use {registry.OOC_ECP5})")
+        if seeds != 1:
+            raise ValueError("seeds: board builds only (build_ooc takes one seed)")
         if jobs is not None:
             raise ValueError("a job table is loaded by the bridge boards' tops, "
                              "not by the out-of-context core")
@@ -151,42 +160,61 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     if ctrl_key is not None and spec.kind != "ethernet":
         raise ValueError(f"the {board} top has no UDP control plane (Ethernet boards only)")
     tool_environment()
-    platform = spec.platform()
     ctrl = {} if ctrl_key is None else {"ctrl_key": ctrl_key, "ctrl_port": ctrl_port}
-    top = spec.make_top(params, fp_stages=fp_stages, jobs=jobs, baud=baud, **ctrl)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     name = f"netagg_{board.replace('-', '_')}"
+    attempts = []
+    for attempt in range(1, seeds + 1):
+        seed = None if attempt == 1 else attempt
+        # a platform and a top per attempt (a platform's pins are requested once)
+        top = spec.make_top(params, fp_stages=fp_stages, jobs=jobs, baud=baud, **ctrl)
+        run = _build_board(spec, spec.platform(), top, name, outdir, seed)
+        result = {
+            "board": board, "device": spec.device, "top": name, "kind": spec.kind,
+            "resources": run["resources"], "clocks": run["clocks"],
+            "params": params.to_dict(), "fp_stages": fp_stages,
+            "jobs_config": jobs.to_dict() if jobs is not None else None,
+            "baud": (spec.baud if baud is None else baud) if spec.kind == "bridge" else None,
+            "seed": seed, "bitstream": run["bitstream"], "build_seconds": run["build_seconds"],
+        }
+        if spec.kind == "selftest":
+            result["selftest"] = top.selftest.summary()
+        if spec.kind == "ethernet":
+            result["ethernet"] = top.summary(result["clocks"])
+        missed = _report.timing_misses(result)
+        attempts.append({"seed": seed, "missed": missed, "build_seconds": run["build_seconds"]})
+        result["attempts"] = attempts
+        if not missed:
+            break
+        if attempt < seeds:
+            print(f"netagg build: timing not met with nextpnr seed {seed or 'default'} "
+                  f"({', '.join(missed)}); placing and routing again with --seed {attempt + 1}",
+                  file=sys.stderr, flush=True)
+    _write(outdir, result)
+    return result
+
+
+def _build_board(spec, platform, top, name: str, outdir: Path, seed: int | None) -> dict:
+    """One synthesis, place and route of a board top: its resources,
+    clocks, bitstream path, seed and seconds."""
     start = time.monotonic()
+    opts = ("--report nextpnr_report.json --timing-allow-fail "
+            + (f"--seed {seed} " if seed is not None else "") + spec.nextpnr_opts)
     try:
         # the platform's plan, with the design's RTLIL as every flow should
         # read it (netagg.hdl.netlist), then run as platform.build runs it
-        plan = platform.prepare(top, name=name,
-                                nextpnr_opts="--report nextpnr_report.json --timing-allow-fail "
-                                + spec.nextpnr_opts)
+        plan = platform.prepare(top, name=name, nextpnr_opts=opts)
         plan.files[f"{name}.il"] = fix_rtlil(plan.files[f"{name}.il"])
         plan.execute_local(str(outdir))
     except subprocess.CalledProcessError as e:
         where = _failure(outdir / f"{name}.tim", f"exit status {e.returncode}")
-        raise BuildError(f"{board} build failed: {where} (see {outdir})") from None
+        raise BuildError(f"{spec.name} build failed: {where} (see {outdir})") from None
     seconds = time.monotonic() - start
     bit = outdir / (f"{name}.bit" if spec.family == "ecp5" else f"{name}.bin")
     rep = _collect(outdir / "nextpnr_report.json", outdir / f"{name}.json", spec.family)
-    result = {
-        "board": board, "device": spec.device, "top": name, "kind": spec.kind,
-        **rep,
-        "params": params.to_dict(), "fp_stages": fp_stages,
-        "jobs_config": jobs.to_dict() if jobs is not None else None,
-        "baud": (spec.baud if baud is None else baud) if spec.kind == "bridge" else None,
-        "bitstream": str(bit) if bit.exists() else None,
-        "build_seconds": round(seconds, 1),
-    }
-    if spec.kind == "selftest":
-        result["selftest"] = top.selftest.summary()
-    if spec.kind == "ethernet":
-        result["ethernet"] = top.summary(rep["clocks"])
-    _write(outdir, result)
-    return result
+    return {**rep, "seed": seed, "bitstream": str(bit) if bit.exists() else None,
+            "build_seconds": round(seconds, 1)}
 
 
 def _collect(report_path: Path, netlist_path: Path, family: str) -> dict:

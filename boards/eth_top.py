@@ -79,7 +79,9 @@ def domains_report(core_mhz: float = CORE_MHZ) -> list[dict]:
 # here, the receive clocks after their domains.
 _CLOCK_NETS = {"clk": "sync", "clk_core": "sync", "eth_tx_clk": "eth_tx",
                "clk_eth_tx": "eth_tx", "eth0_tx_clk": "eth_tx", "eth1_tx_clk": "eth_tx",
-               "eth0_rx_clk": "eth0_rx", "eth1_rx_clk": "eth1_rx"}
+               "eth0_rx_clk": "eth0_rx", "eth1_rx_clk": "eth1_rx",
+               # the receive MACs' local domains (EthernetSwitch), same clocks
+               "eth0_rx_mac_clk": "eth0_rx", "eth1_rx_mac_clk": "eth1_rx"}
 
 
 def domains_timing(clocks: dict, core_mhz: float = CORE_MHZ) -> list[dict]:

@@ -78,6 +78,22 @@ def summarise(nextpnr_report: dict, family: str, *, ff_count: int | None = None)
     return {"resources": resources, "clocks": clocks}
 
 
+def timing_misses(report: dict) -> list[str]:
+    """Every clock of a build report that misses its constraint, one
+    phrase each (empty: timing met): nextpnr's clocks, and an Ethernet
+    board's own domains (``report["ethernet"]["clock_domains"]``), each of
+    which must have been constrained as the board needs and met."""
+    clocks = report.get("clocks", {})
+    missed = [f"{name} {c['fmax_mhz']:.2f} MHz < {c['constraint_mhz']:.2f} MHz"
+              for name, c in clocks.items() if not c["met"]]
+    for d in (report.get("ethernet") or {}).get("clock_domains", []):
+        if "met" in d and not d["met"] and not (d.get("clock") in clocks
+                                                and not clocks[d["clock"]]["met"]):
+            missed.append(f"{d['domain']} ({d.get('clock') or 'no clock'}) not met at "
+                          f"{d['constraint_mhz']:.2f} MHz")
+    return missed
+
+
 def format_table(report: dict) -> str:
     """A build report as readable text: resources, clocks, parameters."""
     lines = []
@@ -97,7 +113,8 @@ def format_table(report: dict) -> str:
     if params:
         lines.append("parameters: " + ", ".join(
             f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in params.items()))
-    for key in ("fp_stages", "acc_ram", "jobs_config", "baud", "bitstream", "build_seconds"):
+    for key in ("fp_stages", "acc_ram", "jobs_config", "baud", "seed", "bitstream",
+                "build_seconds"):
         if report.get(key) is not None:
             lines.append(f"{key}: {report[key]}")
     return "\n".join(lines) + "\n"

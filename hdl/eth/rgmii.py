@@ -96,8 +96,13 @@ class RgmiiRx(wiring.Component):
                 m.submodules[f"iddr{i}"] = Instance(
                     "IDDRX1F", i_D=pin, i_SCLK=ClockSignal(d), i_RST=C(0, 1),
                     o_Q0=rise[i], o_Q1=fall[i])
-        m.d[d] += [self.gmii.data.eq(Cat(rise[:4], fall[:4])), self.gmii.dv.eq(rise[4]),
-                   self.gmii.er.eq(rise[4] ^ fall[4])]
+        # (without reset, like the IDDRs: the pins' byte, every cycle; the
+        # domain's reset net need not reach the pins)
+        data, dv, er = (Signal(8, reset_less=True, name="rx_data_q"),
+                        Signal(reset_less=True, name="rx_dv_q"),
+                        Signal(reset_less=True, name="rx_er_q"))
+        m.d[d] += [data.eq(Cat(rise[:4], fall[:4])), dv.eq(rise[4]), er.eq(rise[4] ^ fall[4])]
+        m.d.comb += [self.gmii.data.eq(data), self.gmii.dv.eq(dv), self.gmii.er.eq(er)]
         return m
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, DomainRenamer, Module, Signal
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -63,7 +63,12 @@ class EthernetSwitch(wiring.Component):
     fp_stages : int or None
         The core's floating-point adder pipeline depth.
     rx_domains : list of str, or None
-        Per port, the receive clock domain.
+        Per port, the receive clock domain. The receive MAC runs in a local
+        domain of the same clock whose reset is a flip-flop of that domain
+        following its reset (one cycle later, asserted at power-up): the MAC
+        sits by its pins, the receive buffer and the crossing by the core,
+        and no single reset net has to reach both (on the 25F board it cost
+        8.4 ns of routing at 125 MHz).
     tx_domain : str, list of str, or None
         The transmit clock domain of every port, or one per port (domains
         of one clock with a reset each, so that no reset net spans both
@@ -215,7 +220,14 @@ class EthernetSwitch(wiring.Component):
                                 ram=self._ram)
             mac_tx = MacTx()
             if rxd != "sync":
-                mac_rx = DomainRenamer({"sync": rxd})(mac_rx)
+                # the MAC's own reset, a register of rxd's reset (see above)
+                mac_d = f"{rxd}_mac"
+                m.domains += ClockDomain(mac_d, local=True)
+                mac_rst = Signal(init=1, reset_less=True, name=f"{rxd}_mac_rst")
+                m.d[rxd] += mac_rst.eq(ResetSignal(rxd))
+                m.d.comb += [ClockSignal(mac_d).eq(ClockSignal(rxd)),
+                             ResetSignal(mac_d).eq(mac_rst)]
+                mac_rx = DomainRenamer({"sync": mac_d})(mac_rx)
                 rxbuf = DomainRenamer({"sync": rxd})(rxbuf)
             if txd != "sync":
                 txbuf = DomainRenamer({"sync": txd})(txbuf)
