@@ -49,6 +49,9 @@ class MacRx(wiring.Component):
         m = Module()
         m.submodules.crc = fcs = crc.catalog.CRC32_ETHERNET(data_width=8).create()
         count = Signal(range(self._max_frame + 2))
+        # registered: count == max_frame + 1 (it stops there), so that the
+        # count's enable is the state, dv and this flag
+        count_top = Signal()
         held = Signal(8)
         held_valid = Signal()
         err = Signal()
@@ -67,10 +70,12 @@ class MacRx(wiring.Component):
         m.d.sync += [o_valid.eq(0), o_last.eq(0), o_data.eq(held)]
         with m.FSM():
             with m.State("IDLE"):
+                # (a frame's counters start from IDLE's values: no compare
+                # of the byte on their paths)
+                m.d.sync += [count.eq(0), count_top.eq(0), held_valid.eq(0), err.eq(g.er)]
                 with m.If(g.dv):
                     with m.If(g.data == SFD):
-                        m.d.sync += [crc_start.eq(1), count.eq(0), held_valid.eq(0),
-                                     err.eq(g.er)]
+                        m.d.sync += crc_start.eq(1)
                         m.next = "DATA"
                     with m.Elif(g.data != PREAMBLE):
                         m.next = "SKIP"
@@ -81,8 +86,9 @@ class MacRx(wiring.Component):
                 with m.If(g.dv):
                     m.d.sync += [crc_valid.eq(1), o_valid.eq(held_valid),
                                  held.eq(g.data), held_valid.eq(1), err.eq(err | g.er)]
-                    with m.If(count != self._max_frame + 1):
-                        m.d.sync += count.eq(count + 1)
+                    with m.If(~count_top):
+                        m.d.sync += [count.eq(count + 1),
+                                     count_top.eq(count == self._max_frame)]
                 with m.Else():
                     m.d.sync += [o_valid.eq(1), o_last.eq(1), runt.eq(count < 64),
                                  too_long.eq(count > self._max_frame), o_err.eq(err)]
