@@ -157,3 +157,84 @@ def test_require_timing_checks_the_board_domains(monkeypatch, capsys, tmp_path):
     clocks["$glbnet$eth1_rx_clk"]["constraint_mhz"] = 125.0
     clocks["$glbnet$eth1_rx_clk"]["fmax_mhz"] = 125.0
     assert cli.main(argv) == 0
+
+
+def test_domains_timing_knows_the_mac_clock_names():
+    # the receive MACs run in a local domain of the receive clock
+    # (EthernetSwitch); nextpnr may name the clock net after it
+    from netagg.boards.eth_top import domains_timing
+    c = {"fmax_mhz": 126.0, "constraint_mhz": 125.0, "met": True}
+    clocks = {"$glbnet$switch.mac_rx0.crc.eth0_rx_mac_clk": c,
+              "$glbnet$switch.mac_rx1.crc.eth1_rx_mac_clk": {**c, "fmax_mhz": 107.0,
+                                                              "met": False}}
+    got = {d["domain"]: d for d in domains_timing(clocks)}
+    assert got["eth0_rx"]["clock"] == "$glbnet$switch.mac_rx0.crc.eth0_rx_mac_clk"
+    assert got["eth0_rx"]["met"] and not got["eth1_rx"]["met"]
+    assert got["eth1_rx"]["fmax_mhz"] == 107.0
+
+
+def test_seeds_option(monkeypatch, capsys, tmp_path):
+    # --seeds N reaches the build as seeds=N (board builds only); 1 is the
+    # default and is not passed
+    import sys
+    import types
+
+    from netagg import cli
+    calls = []
+    mod = types.ModuleType("netagg.boards.build")
+
+    def build(params, board, outdir, **kw):
+        calls.append(kw.get("seeds"))
+        return {"clocks": {"clk": {"fmax_mhz": 50.0, "constraint_mhz": 40.0, "met": True}}}
+    mod.build = build
+    monkeypatch.setitem(sys.modules, "netagg.boards.build", mod)
+    argv = ["build", "--board", "colorlight-5a75b", "--outdir", str(tmp_path)]
+    assert cli.main(argv) == 0
+    assert cli.main(argv + ["--seeds", "3", "--require-timing"]) == 0
+    assert calls == [None, 3]
+    capsys.readouterr()
+    for bad in (argv + ["--seeds", "0"],
+                ["build", "--board", "ooc-ecp5", "--outdir", str(tmp_path), "--seeds", "2"]):
+        assert cli.main(bad) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--seeds" in err[0], err
+    assert calls == [None, 3]
+
+
+def test_build_retries_seeds_until_timing_is_met(monkeypatch, tmp_path):
+    # build(..., seeds=N): nextpnr's default seed first, then --seed 2, 3...,
+    # stopping at the first attempt whose clocks are all met
+    from netagg.boards import build as b
+    from netagg.boards.eth_top import CORE_MHZ, domains_timing
+
+    def clocks(rx1):
+        def c(fmax, constraint):
+            return {"fmax_mhz": fmax, "constraint_mhz": constraint, "met": fmax >= constraint}
+        return {"$glbnet$clk": c(40.0, round(CORE_MHZ, 2)),
+                "$glbnet$eth0_tx_clk": c(130.0, 125.0),
+                "$glbnet$switch.mac_rx0.crc.eth0_rx_mac_clk": c(140.0, 125.0),
+                "$glbnet$switch.mac_rx1.crc.eth1_rx_mac_clk": c(rx1, 125.0)}
+    fmax = {None: 107.0, 2: 120.0, 3: 131.0, 4: 140.0}
+    seen = []
+
+    def fake(spec, platform, top, name, outdir, seed):
+        seen.append(seed)
+        return {"resources": {}, "clocks": clocks(fmax[seed]), "seed": seed,
+                "bitstream": None, "build_seconds": 1.0}
+    class Top:        # the report's Ethernet entry as EthernetTop gives it
+        def summary(self, clocks):
+            return {"clock_domains": domains_timing(clocks)}
+    monkeypatch.setattr(b, "_build_board", fake)
+    monkeypatch.setattr(b, "tool_environment", lambda: None)
+    monkeypatch.setattr(registry.Board, "make_top", lambda self, params, **kw: Top())
+    params = Params(workers=4, slots=64, elements=16, lanes=2, jobs=2)
+    r = b.build(params, "colorlight-5a75b", tmp_path, seeds=4)
+    assert seen == [None, 2, 3]
+    assert r["seed"] == 3 and [a["seed"] for a in r["attempts"]] == [None, 2, 3]
+    assert [bool(a["missed"]) for a in r["attempts"]] == [True, True, False]
+    assert "eth1_rx" in r["attempts"][0]["missed"][0]
+    seen.clear()
+    r = b.build(params, "colorlight-5a75b", tmp_path, seeds=2)
+    assert seen == [None, 2] and r["attempts"][-1]["missed"]
+    with pytest.raises(ValueError):
+        b.build(params, "colorlight-5a75b", tmp_path, seeds=0)
