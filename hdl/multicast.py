@@ -236,19 +236,16 @@ class Multicast(CheckedComponent):
                 m.d.comb += stored_q.w_en.eq(1)
 
         # ---- replicate from the buffer ----
-        # The replicator works from copies of the queues' heads in registers
-        # (``cur``, ``cur_st``; ``p_ok``, ``s_ok``: they hold a RESULT). A
-        # head is copied as the previous one's last copy is issued (or
-        # into an empty copy) and taken from its queue a cycle later
-        # (``p_ack``, ``s_ack``: the queue's read enable is a flip-flop, so
-        # that the issue does not reach the queues' counters); the head
-        # shown in that cycle was copied already and is not copied again.
-        # A RESULT's descriptor precedes its beats: its stored entry comes
-        # second.
+        # The heads come straight from the queues' RAMs: the replicator works
+        # from copies in registers, which hold the heads when ``heads_ok``
+        # (they were there a cycle ago and nothing was popped since; a
+        # RESULT's descriptor precedes its beats, so pending has its head).
         cur = Signal(pend_l)
         cur_st = Signal(stored_l)
-        p_ok, s_ok = Signal(name="p_ok"), Signal(name="s_ok")
-        p_ack, s_ack = Signal(name="p_ack"), Signal(name="s_ack")
+        heads_ok = Signal()
+        popped = Signal()
+        m.d.sync += [cur.eq(pending.r_data), cur_st.eq(stored_q.r_data),
+                     heads_ok.eq(stored_q.r_rdy & ~popped)]
         dest = Signal(8)
         beat = Signal(layouts.bits_for(p.beats))
         inflight = Signal()
@@ -256,31 +253,17 @@ class Multicast(CheckedComponent):
         # flight (one or two, the read stages) and one more.
         space = Signal()
         m.d.sync += space.eq(out_q.level < out_q.depth - (4 if slow else 3))
-        issue = p_ok & s_ok & space
+        issue = heads_ok & space
         # "the last beat" and "the last destination" are registered: the
-        # compares of the next beat and destination with the head's bounds
-        # (of the head copied now, from the queue's output register, or of
-        # the copy)
+        # compares of the next beat and destination with the head as it
+        # comes from the queue's RAM (``cur`` a cycle later; while the
+        # head changes, ``heads_ok`` is low and they are not used)
         last_beat, last_dest = Signal(name="last_beat"), Signal(name="last_dest")
         beat_next, dest_next = Signal.like(beat), Signal.like(dest)
-        pop = Signal(name="pop")
-        p_load, s_load = Signal(name="p_load"), Signal(name="s_load")
-        head_in = data.View(pend_l, pending.r_data)
-        m.d.comb += [beat_next.eq(beat), dest_next.eq(dest),
-                     pop.eq(issue & last_beat & last_dest),
-                     p_load.eq(pending.r_rdy & ~p_ack & (~p_ok | pop)),
-                     s_load.eq(stored_q.r_rdy & ~s_ack & (~s_ok | pop)),
-                     pending.r_en.eq(p_ack), stored_q.r_en.eq(s_ack)]
-        m.d.sync += [p_ack.eq(p_load), s_ack.eq(s_load),
-                     p_ok.eq(p_load | (p_ok & ~pop)), s_ok.eq(s_load | (s_ok & ~pop))]
-        with m.If(p_load):
-            m.d.sync += [cur.eq(pending.r_data),
-                         last_beat.eq(head_in.lastb == 0), last_dest.eq(head_in.lastw == 0)]
-        with m.Else():
-            m.d.sync += [last_beat.eq(beat_next == cur.lastb),
-                         last_dest.eq(dest_next == cur.lastw)]
-        with m.If(s_load):
-            m.d.sync += cur_st.eq(stored_q.r_data)
+        head_next = data.View(pend_l, pending.r_data)
+        m.d.comb += [beat_next.eq(beat), dest_next.eq(dest)]
+        m.d.sync += [last_beat.eq(beat_next == head_next.lastb),
+                     last_dest.eq(dest_next == head_next.lastw)]
         if slow:
             m.d.comb += buf.r_addr.eq(cur_st.start + beat)
         else:
@@ -290,7 +273,8 @@ class Multicast(CheckedComponent):
             with m.If(last_beat):
                 m.d.comb += beat_next.eq(0)
                 with m.If(last_dest):
-                    m.d.comb += dest_next.eq(0)
+                    m.d.comb += [dest_next.eq(0), pending.r_en.eq(1), stored_q.r_en.eq(1),
+                                 popped.eq(1)]
                     m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.lastb + 1)]
                 with m.Else():
                     m.d.comb += dest_next.eq(dest + 1)
@@ -334,7 +318,6 @@ class Multicast(CheckedComponent):
         ]
         staged = rb0_valid if convert and not self._compact else 0
         m.d.comb += self.busy.eq(rb_valid | staged | pending.r_rdy | stored_q.r_rdy
-                                 | p_ok | s_ok | p_ack | s_ack
                                  | out_q.r_rdy | inflight
                                  | inflight_q | desc_held
                                  | self.free.valid
