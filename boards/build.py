@@ -1,9 +1,10 @@
 """Board builds with the open flow (Yosys, nextpnr, ecppack/icepack from
 YoWASP) and their reports (``netagg build --board NAME``, docs/boards.md).
 
-Contract: :func:`build` synthesises, places and routes one design, writes
-the bitstream (none for the out-of-context build), ``report.json`` and
-``report.txt`` into ``outdir`` and returns the report dict (see
+Contract: :func:`build` synthesises, places and routes one design (a board
+top up to ``seeds`` times, until its clocks are met), writes the bitstream
+(none for the out-of-context build), ``report.json`` and ``report.txt``
+into ``outdir`` and returns the report dict (see
 :mod:`netagg.boards.report`). Timing failure is reported (``met: false``),
 not raised; a tool failure raises :class:`BuildError` with one line.
 """
