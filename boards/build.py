@@ -197,8 +197,9 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
 
 
 def _build_board(spec, platform, top, name: str, outdir: Path, seed: int | None) -> dict:
-    """One synthesis, place and route of a board top: its resources,
-    clocks, bitstream path, seed and seconds."""
+    """One synthesis, place and route of a board top (nextpnr ``--seed
+    seed``, None: its default): its resources, clocks, bitstream path and
+    seconds."""
     start = time.monotonic()
     opts = ("--report nextpnr_report.json --timing-allow-fail "
             + (f"--seed {seed} " if seed is not None else "") + spec.nextpnr_opts)
@@ -214,7 +215,7 @@ def _build_board(spec, platform, top, name: str, outdir: Path, seed: int | None)
     seconds = time.monotonic() - start
     bit = outdir / (f"{name}.bit" if spec.family == "ecp5" else f"{name}.bin")
     rep = _collect(outdir / "nextpnr_report.json", outdir / f"{name}.json", spec.family)
-    return {**rep, "seed": seed, "bitstream": str(bit) if bit.exists() else None,
+    return {**rep, "bitstream": str(bit) if bit.exists() else None,
             "build_seconds": round(seconds, 1)}
 
 

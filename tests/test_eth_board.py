@@ -219,8 +219,8 @@ def test_build_retries_seeds_until_timing_is_met(monkeypatch, tmp_path):
 
     def fake(spec, platform, top, name, outdir, seed):
         seen.append(seed)
-        return {"resources": {}, "clocks": clocks(fmax[seed]), "seed": seed,
-                "bitstream": None, "build_seconds": 1.0}
+        return {"resources": {}, "clocks": clocks(fmax[seed]), "bitstream": None,
+                "build_seconds": 1.0}
     class Top:        # the report's Ethernet entry as EthernetTop gives it
         def summary(self, clocks):
             return {"clock_domains": domains_timing(clocks)}
