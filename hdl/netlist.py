@@ -31,24 +31,12 @@ import re
 
 from netagg.hdl.ram import READ_REGISTER_SUFFIX
 
-__all__ = ["KEEP", "LANES_PER_COPY", "fix_rtlil", "fix_verilog", "is_read_register",
-           "lane_groups"]
+__all__ = ["KEEP", "fix_rtlil", "fix_verilog", "is_read_register"]
 
 KEEP = {"keep": 1}
 """Attributes of a register that Yosys must not merge with its identical
 copies (:func:`fix_rtlil` and :func:`fix_verilog` put ``keep`` on the
 register cell as well: on a wire alone it does not stop ``opt_merge``)."""
-
-LANES_PER_COPY = 4
-"""Lanes of payload (4 x 32 bits) whose registers share one kept copy of a
-register that enables, addresses or selects them: the wide payload
-registers and RAMs take their control from one copy per group, placed
-with it, not from one net across the whole datapath."""
-
-
-def lane_groups(lanes: int) -> list[range]:
-    """The lanes ``0 .. lanes - 1`` in groups of :data:`LANES_PER_COPY`."""
-    return [range(g, min(g + LANES_PER_COPY, lanes)) for g in range(0, lanes, LANES_PER_COPY)]
 
 _FIFO_READ_REGISTER = "r_data"
 

@@ -3,13 +3,13 @@ arrival order, read by address."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl.checked import CheckedComponent
-from netagg.hdl.netlist import KEEP, lane_groups
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.ram import NO_RW_CHECK, registered_read
 from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits
 from netagg.hdl.validator import payload_beat
@@ -41,9 +41,7 @@ class PayloadBuffer(CheckedComponent):
         cycle t is written into the RAM at the end of cycle t + 1 (the
         write's data and enable are registered, the address is the write
         pointer, which counts the registered writes: the enable's fanout
-        to the whole RAM and the pointer start at registers, one kept copy
-        of each per RAM, one RAM per group of lanes,
-        :func:`~netagg.hdl.netlist.lane_groups`); the caller
+        to the whole RAM and the pointer start at registers); the caller
         reads it from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
         cells): the write is not registered (readable from cycle t + 1 on).
     release : In(count)
@@ -97,28 +95,20 @@ class PayloadBuffer(CheckedComponent):
         m = Module()
         depth = self._depth
         abits = data_addr_bits(depth)
-        L = self._params.lanes
+        # Never read where it is written in the same cycle: no bypass logic.
+        m.submodules.mem = mem = Memory(shape=payload_beat(self._params), depth=depth, init=[],
+                                        attrs=NO_RW_CHECK)
+        wr = mem.write_port()
         written = Signal(abits + 1)      # beats written (mod 2 depth)
         freed = Signal(abits + 1)        # beats freed (mod 2 depth)
         head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
         held = Signal(abits + 1)
         w_data = Signal(payload_beat(self._params))
-        # Never read where it is written in the same cycle: no bypass logic.
-        # One RAM per group of lanes (one for all with compact=True), each
-        # written at its own kept copies of the write's enable and address.
-        groups = [range(L)] if self._compact else lane_groups(L)
-        mems = []
-        for g, lanes in enumerate(groups):
-            mem = Memory(shape=data.ArrayLayout(unsigned(32), len(lanes)), depth=depth, init=[],
-                         attrs=NO_RW_CHECK)
-            m.submodules["mem" if len(groups) == 1 else f"mem{g}"] = mem
-            mems.append(mem)
+        w_en = Signal()
         if self._compact:
             room = Signal()              # registered: a beat written now still fits
             write = self.w.valid & room
-            wr = mems[0].write_port()
-            m.d.comb += [w_data.eq(self.w.payload), self.w.ready.eq(room),
-                         wr.addr.eq(written[:abits]), wr.data.eq(w_data), wr.en.eq(write)]
+            m.d.comb += [w_data.eq(self.w.payload), w_en.eq(write), self.w.ready.eq(room)]
             m.d.sync += room.eq(held < depth - 1)
             with m.If(write):
                 m.d.sync += written.eq(written + 1)
@@ -129,38 +119,25 @@ class PayloadBuffer(CheckedComponent):
             # write and the pointer's enable. ``held`` lags by the beat in
             # the register, so the room leaves one more beat. Two kept
             # copies of the room: one for the writer's side (``w.ready``),
-            # one for the write registers'.
+            # one for the write register's.
             room = Signal(name="room", attrs=KEEP)
             room_w = Signal(name="room_w", attrs=KEEP)
             m.d.sync += [room.eq(held < depth - 2), room_w.eq(held < depth - 2)]
-            m.d.sync += w_data.eq(self.w.payload)
-            w_en = Signal(name="w_en")
-            m.d.sync += w_en.eq(self.w.valid & room_w)
+            m.d.sync += [w_data.eq(self.w.payload), w_en.eq(self.w.valid & room_w)]
             m.d.comb += self.w.ready.eq(room)
             with m.If(w_en):
                 m.d.sync += written.eq(written + 1)
             m.d.comb += self.empty.eq((held == 0) & ~w_en)
-            for g, (lanes, mem) in enumerate(zip(groups, mems, strict=True)):
-                # this group's copies: the write enable and the write
-                # pointer (``written`` modulo depth, counted alike)
-                en_g = Signal(name=f"w_en_g{g}", attrs=KEEP)
-                addr_g = Signal(abits, name=f"w_addr_g{g}", attrs=KEEP)
-                m.d.sync += en_g.eq(self.w.valid & room_w)
-                with m.If(en_g):
-                    m.d.sync += addr_g.eq(addr_g + 1)
-                wr = mem.write_port()
-                m.d.comb += [wr.addr.eq(addr_g), wr.en.eq(en_g)]
-                m.d.comb += [wr.data[k].eq(w_data[i]) for k, i in enumerate(lanes)]
         m.d.comb += [
             held.eq(written - freed),
+            wr.addr.eq(written[:abits]),
+            wr.data.eq(w_data),
+            wr.en.eq(w_en),
             self.head.eq(head[:abits]),
         ]
         dropped = self.take & self.drop
         m.d.sync += [freed.eq(Mux(dropped, freed + self.release + self.claim,
                                   freed + self.release)),
                      head.eq(Mux(self.take, head + self.claim, head))]
-        for g, (lanes, mem) in enumerate(zip(groups, mems, strict=True)):
-            rd = registered_read(m, mem, self.rd_addr,
-                                 name="rd_data" if len(groups) == 1 else f"rd_data_g{g}")
-            m.d.comb += [self.rd_data[i].eq(rd[k]) for k, i in enumerate(lanes)]
+        m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         return m

@@ -9,8 +9,12 @@ from amaranth.lib.wiring import In, Out
 from netagg import wire
 from netagg.hdl import layouts
 from netagg.hdl.job_table import job_entry
-from netagg.hdl.netlist import KEEP, lane_groups
+from netagg.hdl.netlist import KEEP
 from netagg.params import Params
+
+LANES_PER_ENABLE = 4
+"""Lanes of payload whose registers share one copy of an enable or select
+register (the validator's wide registers: L x 32 bits)."""
 
 
 def descriptor(params: Params) -> data.StructLayout:
@@ -52,8 +56,8 @@ class Validator(wiring.Component):
     (``i.ready`` is a function of two flip-flops: low while the entry
     register and both registered beats are full). The payload's registers
     (L x 32 bits in each of the three) load and are read under kept copies
-    of their enable and select registers, one per group of lanes
-    (:func:`~netagg.hdl.netlist.lane_groups`), so that no single net spans the whole payload.
+    of their enable and select registers, one per ``LANES_PER_ENABLE``
+    lanes, so that no single net spans the whole payload.
     ``compact=True`` (the fewest cells, for slow clocks): one registered
     beat, its verdict formed before it, which takes the next one while
     empty or moving on (``i.ready`` combinational).
@@ -161,11 +165,11 @@ class Validator(wiring.Component):
         # the write pointer), not from the moves below.
         held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(2)]
         wr_ptr, rd_ptr, full = Signal(), Signal(), Signal()
-        # Per group of lanes (``lane_groups``), kept copies (:data:`KEEP`)
+        # Per group of ``LANES_PER_ENABLE`` lanes, kept copies (:data:`KEEP`)
         # of the registers that enable or select the payload's registers:
         # the entry register's load (``i.ready``), each registered beat's
         # load and the read pointer of the payload.
-        groups = lane_groups(L)
+        groups = [range(g, min(g + LANES_PER_ENABLE, L)) for g in range(0, L, LANES_PER_ENABLE)]
         entry_load = [Signal(name=f"entry_load_g{g}", init=1, attrs=KEEP)
                       for g in range(len(groups))]
         held_load = [[Signal(name=f"checked{k}_load_g{g}", init=int(k == 0), attrs=KEEP)
