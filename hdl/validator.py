@@ -12,10 +12,6 @@ from netagg.hdl.job_table import job_entry
 from netagg.hdl.netlist import KEEP
 from netagg.params import Params
 
-LANES_PER_ENABLE = 4
-"""Lanes of payload whose registers share one copy of an enable or select
-register (the validator's wide registers: L x 32 bits)."""
-
 
 def descriptor(params: Params) -> data.StructLayout:
     """What the validator tells the slot engine about one message."""
@@ -54,10 +50,7 @@ class Validator(wiring.Component):
     two registered beats, and is acted on two cycles after it was accepted
     at the earliest; up to three wait for ``desc`` and ``data``
     (``i.ready`` is a function of two flip-flops: low while the entry
-    register and both registered beats are full). The payload's registers
-    (L x 32 bits in each of the three) load and are read under kept copies
-    of their enable and select registers, one per ``LANES_PER_ENABLE``
-    lanes, so that no single net spans the whole payload.
+    register and both registered beats are full).
     ``compact=True`` (the fewest cells, for slow clocks): one registered
     beat, its verdict formed before it, which takes the next one while
     empty or moving on (``i.ready`` combinational).
@@ -165,16 +158,6 @@ class Validator(wiring.Component):
         # the write pointer), not from the moves below.
         held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(2)]
         wr_ptr, rd_ptr, full = Signal(), Signal(), Signal()
-        # Per group of ``LANES_PER_ENABLE`` lanes, kept copies (:data:`KEEP`)
-        # of the registers that enable or select the payload's registers:
-        # the entry register's load (``i.ready``), each registered beat's
-        # load and the read pointer of the payload.
-        groups = [range(g, min(g + LANES_PER_ENABLE, L)) for g in range(0, L, LANES_PER_ENABLE)]
-        entry_load = [Signal(name=f"entry_load_g{g}", init=1, attrs=KEEP)
-                      for g in range(len(groups))]
-        held_load = [[Signal(name=f"checked{k}_load_g{g}", init=int(k == 0), attrs=KEEP)
-                      for g in range(len(groups))] for k in range(2)]
-        rd_ptr_data = [Signal(name=f"rd_ptr_data_g{g}", attrs=KEEP) for g in range(len(groups))]
         # The beat as it enters: its fields and the checks' flags.
         entry_l = data.StructLayout({**checked_l.members, "job_bad": unsigned(1),
                                      "slot_bad": unsigned(1), "worker_bad": unsigned(1)})
@@ -202,16 +185,7 @@ class Validator(wiring.Component):
             src_valid = Signal(name="entry_valid")
             m.d.comb += self.i.ready.eq(~src_valid | ~full)
             with m.If(self.i.ready):
-                for name in entry_l.members:
-                    if name != "data":
-                        m.d.sync += getattr(src, name).eq(getattr(ein, name))
-                m.d.sync += src_valid.eq(self.i.valid)
-            # the payload's lanes load in groups, each group's enable a
-            # kept register of its own (next ``i.ready``, formed a cycle
-            # ahead): no net from one enable crosses the whole datapath
-            for g, lanes in enumerate(groups):
-                with m.If(entry_load[g]):
-                    m.d.sync += [src.data[i].eq(ein.data[i]) for i in lanes]
+                m.d.sync += [src.eq(ein), src_valid.eq(self.i.valid)]
         m.d.comb += [
             cin.meta.eq(src.meta), cin.tag.eq(src.tag), cin.last.eq(src.last),
             cin.data.eq(src.data), cin.expect.eq(src.expect), cin.slot_abs.eq(src.slot_abs),
@@ -234,35 +208,24 @@ class Validator(wiring.Component):
         # pushed.
         for k, reg in enumerate(held_beats if not self._compact else []):
             with m.If(~full & (wr_ptr == k)):
-                for name in checked_l.members:
-                    if name != "data":
-                        m.d.sync += getattr(reg, name).eq(getattr(cin, name))
-            for g, lanes in enumerate(groups):
-                with m.If(held_load[k][g]):
-                    m.d.sync += [reg.data[i].eq(cin.data[i]) for i in lanes]
+                m.d.sync += reg.eq(cin)
         if not self._compact:
             # the level as two flip-flops (one held beat or more, two):
             # the moves select their next values, no count and compare
             some = Signal(name="held_some")
             grow, shrink = push & ~can, can & ~push
-            full_next = Mux(grow, some, Mux(shrink, 0, full))
-            wr_ptr_next = wr_ptr ^ push
-            src_valid_next = Mux(self.i.ready, self.i.valid, src_valid)
             m.d.sync += [some.eq(Mux(grow, 1, Mux(shrink, full, some))),
-                         full.eq(full_next), wr_ptr.eq(wr_ptr_next)]
-            for g in range(len(groups)):
-                m.d.sync += [entry_load[g].eq(~src_valid_next | ~full_next),
-                             held_load[0][g].eq(~full_next & ~wr_ptr_next),
-                             held_load[1][g].eq(~full_next & wr_ptr_next)]
-                # the payload read at kept copies of the read pointer, so
-                # the one that selects the checks drives only their few bits
-                with m.If(can):
-                    m.d.sync += rd_ptr_data[g].eq(~rd_ptr_data[g])
+                         full.eq(Mux(grow, some, Mux(shrink, 0, full)))]
+            # the payload data read at a kept copy of the read pointer, so the
+            # one that selects the checks drives only their few bits
+            rd_ptr_data = Signal(name="rd_ptr_data", attrs=KEEP)
+            with m.If(can):
+                m.d.sync += rd_ptr_data.eq(~rd_ptr_data)
             m.d.comb += [cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
+                         cout.data.eq(Mux(rd_ptr_data, held_beats[1].data, held_beats[0].data)),
                          beat_valid.eq(some)]
-            for g, lanes in enumerate(groups):
-                m.d.comb += [cout.data[i].eq(Mux(rd_ptr_data[g], held_beats[1].data[i],
-                                                 held_beats[0].data[i])) for i in lanes]
+            with m.If(push):
+                m.d.sync += wr_ptr.eq(~wr_ptr)
             with m.If(can):
                 m.d.sync += rd_ptr.eq(~rd_ptr)
         beat = cout
