@@ -85,8 +85,10 @@ class LaneLoop(CheckedComponent):
     ----------
     acc_ram : one of :data:`ACC_RAM_FORMS`
         ``"memory"`` (default): a portable :class:`~netagg.hdl.ram.WideRAM`
-        with its output register (read latency 2), and a forwarding path
-        from the write-back to the operand register. ``"ecp5"``: the same
+        with its output register, one copy of the read address register
+        per lane's group of blocks, loaded from the loop's address register
+        (read latency 3 from it), and a forwarding path from the write-back
+        to the operand register. ``"ecp5"``: the same
         in ECP5 ``DP16KD`` blocks (their own output register; at most 4096
         beats, ``2 x S x K/L <= 4096``), same timing; the slot table's slot
         words and the multicast's RESULT buffer are then in ``DP16KD``
@@ -116,7 +118,7 @@ class LaneLoop(CheckedComponent):
         (``rtx``) is read out as a RESULT beat, nothing written.
     data : In(payload_beat)
         The payload beat of the beat issued ``data_latency`` cycles before
-        (default 2; up to :attr:`read_stages` - 1, 3 unless ``"compact"``),
+        (default 2; up to :attr:`read_stages` - 1, 4 unless ``"compact"``),
         as the issue queue's registered payload-buffer read delivers it.
     hazard_addr : In(array of ``len(hazard_ages)`` addresses)
     hazard : Out(``len(hazard_ages)``)
@@ -204,9 +206,10 @@ class LaneLoop(CheckedComponent):
     @staticmethod
     def read_stages_of(acc_ram: str = "memory") -> int:
         """Cycles from a beat's issue to the lanes' input: the address
-        register, the RAM's read latency (2, or 1 ``"compact"``), the operand
-        register."""
-        return 3 if acc_ram == "compact" else 4
+        register, the RAM's read latency (3 from the address register: each
+        lane's group of blocks has its own copy of it; 1 ``"compact"``),
+        the operand register."""
+        return 3 if acc_ram == "compact" else 5
 
     @staticmethod
     def latency_of(fp_stages=None, acc_ram: str = "memory") -> int:
@@ -239,7 +242,7 @@ class LaneLoop(CheckedComponent):
         stage_l = _stage(p)
         word_l = acc_word(p)
         compact = self._acc_ram == "compact"
-        R = self.read_stages - 2                  # RAM read latency
+        R = self.read_stages - 2                  # stages between address and operands
 
         if compact:
             m.submodules.acc_mem = acc_mem = Memory(shape=word_l, depth=2 * S * B, init=[])
@@ -307,7 +310,9 @@ class LaneLoop(CheckedComponent):
         if compact:
             m.d.comb += r_addr.eq(at_addr.addr)
         else:
-            m.d.comb += acc_ram.r_addr.eq(beat.addr)     # registered as at_addr's
+            # the groups' own address registers copy at_addr's (read at the
+            # next edge): one register drives them, across the lanes
+            m.d.comb += acc_ram.r_addr.eq(at_addr.addr)
         for k in range(1, len(front) - 1):
             m.d.sync += [front[k].eq(front[k - 1]), kinds[k].eq(kinds[k - 1])]
 
@@ -328,8 +333,9 @@ class LaneLoop(CheckedComponent):
                          acc_ram.w_en.eq(stages[-2].valid & ~stages[-2].rtx)]
 
         # Forwarding: the write-backs the entry at the data stage misses
-        # (this cycle's and the R before it: the read address was sampled at
-        # the edge ending the first of these cycles); the most recent wins.
+        # (this cycle's and the two before it, one before ``"compact"``: the
+        # RAM read the address at the edge ending the first of these
+        # cycles); the most recent wins.
         # Their selects (valid write-back to the data stage's address) are
         # compared one cycle earlier, between the stage before the data
         # stage and the write-backs one cycle before theirs, and registered
@@ -337,7 +343,7 @@ class LaneLoop(CheckedComponent):
         pre = front[-3]                         # at_data's beat, one cycle earlier
         history = [(writes, out.addr, written)]
         if not compact:
-            for k in range(1, R + 1):
+            for k in range(1, acc_ram.latency):
                 prev = history[-1]
                 held = (Signal(name=f"wrote{k}"), Signal.like(out.addr, name=f"wrote{k}_addr"),
                         Signal(word_l, name=f"wrote{k}_word"))

@@ -265,7 +265,12 @@ class Multicast(CheckedComponent):
         m.d.sync += [last_beat.eq(beat_next == head_next.lastb),
                      last_dest.eq(dest_next == head_next.lastw)]
         if slow:
-            m.d.comb += buf.r_addr.eq(cur_st.start + beat)
+            # the read address registered from the next head and beat (it
+            # equals ``cur_st.start + beat``): the blocks' address inputs
+            # come from flip-flops, not through the adder
+            r_addr = Signal(abits, name="buf_r_addr")
+            m.d.sync += r_addr.eq(data.View(stored_l, stored_q.r_data).start + beat_next)
+            m.d.comb += buf.r_addr.eq(r_addr)
         else:
             buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
         m.d.sync += [inflight.eq(issue), self.free.valid.eq(0)]   # free: registered

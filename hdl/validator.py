@@ -49,8 +49,8 @@ class Validator(wiring.Component):
     with its verdict, formed from the flags in the spec's order, in one of
     two registered beats, and is acted on two cycles after it was accepted
     at the earliest; up to three wait for ``desc`` and ``data``
-    (``i.ready`` is a function of two flip-flops: low while the entry
-    register and both registered beats are full).
+    (``i.ready`` is a flip-flop: low while the entry register and both
+    registered beats are full; the wide registers' enables are flip-flops).
     ``compact=True`` (the fewest cells, for slow clocks): one registered
     beat, its verdict formed before it, which takes the next one while
     empty or moving on (``i.ready`` combinational).
@@ -183,8 +183,12 @@ class Validator(wiring.Component):
             # are functions of two flip-flops).
             src = Signal(entry_l, name="entry")
             src_valid = Signal(name="entry_valid")
-            m.d.comb += self.i.ready.eq(~src_valid | ~full)
-            with m.If(self.i.ready):
+            # ``i.ready`` (~entry_valid | ~full) is a flip-flop of its own,
+            # registered from the next values: the entry's enable comes
+            # straight from it
+            ready = Signal(name="ready", init=1, attrs=KEEP)
+            m.d.comb += self.i.ready.eq(ready)
+            with m.If(ready):
                 m.d.sync += [src.eq(ein), src_valid.eq(self.i.valid)]
         m.d.comb += [
             cin.meta.eq(src.meta), cin.tag.eq(src.tag), cin.last.eq(src.last),
@@ -206,16 +210,24 @@ class Validator(wiring.Component):
         # input whether or not it is valid: the enable comes from flip-flops
         # only, not from ``i.valid``; only the level flip-flops count what was
         # pushed.
-        for k, reg in enumerate(held_beats if not self._compact else []):
-            with m.If(~full & (wr_ptr == k)):
-                m.d.sync += reg.eq(cin)
         if not self._compact:
             # the level as two flip-flops (one held beat or more, two):
             # the moves select their next values, no count and compare
             some = Signal(name="held_some")
             grow, shrink = push & ~can, can & ~push
+            full_next = Mux(grow, some, Mux(shrink, 0, full))
+            wr_ptr_next = wr_ptr ^ push
+            src_valid_next = Mux(ready, self.i.valid, src_valid)
             m.d.sync += [some.eq(Mux(grow, 1, Mux(shrink, full, some))),
-                         full.eq(Mux(grow, some, Mux(shrink, 0, full)))]
+                         full.eq(full_next),
+                         ready.eq(~src_valid_next | ~full_next)]
+            # each registered beat's enable (~full & wr_ptr == k) a
+            # flip-flop of its own, registered from the next values
+            for k, reg in enumerate(held_beats):
+                load = Signal(name=f"load{k}", init=int(k == 0), attrs=KEEP)
+                m.d.sync += load.eq(~full_next & (wr_ptr_next == k))
+                with m.If(load):
+                    m.d.sync += reg.eq(cin)
             # the payload data read at a kept copy of the read pointer, so the
             # one that selects the checks drives only their few bits
             rd_ptr_data = Signal(name="rd_ptr_data", attrs=KEEP)

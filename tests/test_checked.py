@@ -34,7 +34,7 @@ REFUSED = {
     "lane_loop": lambda: LaneLoop(P, fp_stages=7),
     "lane_loop_ages": lambda: LaneLoop(P, hazard_ages=(99,)),
     "lane_loop_no_ages": lambda: LaneLoop(P, hazard_ages=()),
-    "lane_loop_data_latency": lambda: LaneLoop(P, data_latency=4),
+    "lane_loop_data_latency": lambda: LaneLoop(P, data_latency=5),
     "lane_loop_data_latency_compact": lambda: LaneLoop(P, acc_ram="compact", data_latency=3),
     "credit": lambda: ResultCredit(2, need=3),
     "multicast": lambda: Multicast(P, depth=6),
