@@ -337,10 +337,11 @@ class LaneLoop(CheckedComponent):
         # RAM read the address at the edge ending the first of these
         # cycles); the most recent wins.
         # Their selects (valid write-back to the data stage's address) are
-        # compared one cycle earlier, between the stage before the data
-        # stage and the write-backs one cycle before theirs, and registered
-        # once per lane (see ``_kept``).
-        pre = front[-3]                         # at_data's beat, one cycle earlier
+        # compared two cycles earlier, between the stage two before the
+        # data stage and the beats two stages before their write-backs,
+        # registered once (``fwd_hit_tree``) and then once per lane (see
+        # ``_kept``): the lanes' copies come from one flip-flop each, not
+        # from the compare.
         history = [(writes, out.addr, written)]
         if not compact:
             for k in range(1, acc_ram.latency):
@@ -349,10 +350,16 @@ class LaneLoop(CheckedComponent):
                         Signal(word_l, name=f"wrote{k}_word"))
                 m.d.sync += [h.eq(v) for h, v in zip(held, prev, strict=True)]
                 history.append(held)
-            before_out = stages[-2]             # `out`'s beat, one cycle earlier
-            early = [(before_out.valid & ~before_out.rtx, before_out.addr)]
-            early += [(valid, addr) for valid, addr, _ in history[:-1]]
-            hits = Cat(valid & (addr == pre.addr) for valid, addr in early)
+            pre2 = front[-4]                    # at_data's beat, two cycles earlier
+            # `out`'s beat two cycles earlier, then the write-backs of the
+            # cycles after (history[k] at the data stage is stages[-1-k]
+            # two cycles before, down to `out` itself)
+            early = [(stages[-3 + k].valid & ~stages[-3 + k].rtx, stages[-3 + k].addr)
+                     for k in range(2)]
+            early += [(writes, out.addr)]
+            assert len(early) == len(history)
+            hits = _kept(m, Cat(valid & (addr == pre2.addr) for valid, addr in early),
+                         "fwd_hit_tree")
         # The lanes' selects, one stage before the lanes: the beat's decode
         # (and the bf16 widening of its elements one stage before that).
         sel_d = decode_sel(kinds[-2].dtype, kinds[-2].op, at_data.first)
@@ -401,19 +408,31 @@ class LaneLoop(CheckedComponent):
 
         # RESULT beats: from the lanes (a completing round) or the operand
         # register (a retransmission, issued only once the lanes are empty).
+        # (not compact: the load and its choice are flip-flops, registered a
+        # cycle ahead from the stages before ``out`` and ``rtx_out``, so the
+        # wide register's enable comes from one flip-flop)
         rb = self.res_beat
-        m.d.sync += rb.valid.eq(0)
-        with m.If(out.valid & out.result):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(out.mask),
-                         rb.payload.nan.eq(written.nan), rb.payload.ovf.eq(written.ovf),
-                         rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16),
-                         rb.payload.data.eq(written.data)]
-        with m.Elif(rtx_out):
-            m.d.sync += [rb.valid.eq(1), rb.payload.mask.eq(at_operands.mask),
-                         rb.payload.nan.eq(acc_in.nan), rb.payload.ovf.eq(acc_in.ovf),
-                         rb.payload.last.eq(at_operands.last),
-                         rb.payload.bf16.eq(at_operands.bf16),
-                         rb.payload.data.eq(acc_in.data)]
+        from_lanes_now = out.valid & out.result
+        if compact:
+            from_lanes, load = from_lanes_now, from_lanes_now | rtx_out
+        else:
+            from_lanes = Signal(name="res_from_lanes", attrs=KEEP)
+            load = Signal(name="res_load", attrs=KEEP)
+            ahead = stages[-2].valid & stages[-2].result
+            m.d.sync += [from_lanes.eq(ahead), load.eq(ahead | (at_data.valid & at_data.rtx))]
+        m.d.sync += rb.valid.eq(load)
+        with m.If(load):
+            with m.If(from_lanes):
+                m.d.sync += [rb.payload.mask.eq(out.mask),
+                             rb.payload.nan.eq(written.nan), rb.payload.ovf.eq(written.ovf),
+                             rb.payload.last.eq(out.last), rb.payload.bf16.eq(out.bf16),
+                             rb.payload.data.eq(written.data)]
+            with m.Else():
+                m.d.sync += [rb.payload.mask.eq(at_operands.mask),
+                             rb.payload.nan.eq(acc_in.nan), rb.payload.ovf.eq(acc_in.ovf),
+                             rb.payload.last.eq(at_operands.last),
+                             rb.payload.bf16.eq(at_operands.bf16),
+                             rb.payload.data.eq(acc_in.data)]
 
         m.d.comb += self.busy.eq(rtx_out | rb.valid | Cat(s.valid for s in stages).any())
         return m
