@@ -120,7 +120,7 @@ class IssueQueue(CheckedComponent):
     same slot, a retransmission, or (for a RESULT) another RESULT. So
     messages of one slot keep their order and RESULT beats never
     interleave. Loop:
-    ``loop_latency`` = lane latency + 4 cycles from the issue to the
+    ``loop_latency`` = lane latency + 5 cycles from the issue to the
     write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
     Timing: entries stay in fixed places from arrival to departure (the

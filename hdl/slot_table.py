@@ -71,7 +71,7 @@ class SlotTable(CheckedComponent):
     Cycles in which a combine waits and nothing issues pulse ``stall`` (one
     cycle late). Decisions: up to one per cycle (below), so messages of one beat
     or more can keep the lanes busy. Loop latency (issue to write-back): ``loop_latency`` =
-    lane latency + 4 (+ 3 with ``acc_ram="compact"``, where the spacing is
+    lane latency + 5 (+ 3 with ``acc_ram="compact"``, where the spacing is
     lane latency + 2). ``acc_ram``: the accumulator loop's build form
     (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
