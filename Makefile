@@ -43,7 +43,7 @@ install-check: setup
 
 # The Colorlight 5A-75B two-port Ethernet switch bitstream (the board's
 # default parameters, control plane and a job table), failing unless every
-# clock domain meets its constraint with one of nextpnr's seeds (up to three
+# clock domain meets its constraint with one of nextpnr's seeds (up to five
 # place-and-route runs; CI runs it after `make test`;
 # docs/ethernet.md, "Board build").
 BOARD_KEY ?= 0123456789abcdef
@@ -51,7 +51,7 @@ board: setup
 	mkdir -p $(OUT)
 	$(VENV)/bin/netagg build --board colorlight-5a75b --outdir build/colorlight-5a75b \
 		--ctrl-key $(BOARD_KEY) --jobs-config .ci/colorlight-jobs.json \
-		--json $(OUT)/colorlight-5a75b.json --require-timing --seeds 3
+		--json $(OUT)/colorlight-5a75b.json --require-timing --seeds 5
 
 # Bounded proofs of the core's promises, their covers and planted bugs
 # (tests/formal, docs/verification.md): the short ones also run in `make test`.
