@@ -240,7 +240,7 @@ ECP5_SPEEDS = (6, 7, 8)
 
 
 def _check_speed(speed) -> None:
-    if speed not in ECP5_SPEEDS or isinstance(speed, bool):
+    if type(speed) is not int or speed not in ECP5_SPEEDS:
         raise ValueError(f"speed must be one of {ECP5_SPEEDS}, not {speed!r}")
 
 

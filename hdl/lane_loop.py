@@ -351,13 +351,11 @@ class LaneLoop(CheckedComponent):
                 m.d.sync += [h.eq(v) for h, v in zip(held, prev, strict=True)]
                 history.append(held)
             pre2 = front[-4]                    # at_data's beat, two cycles earlier
-            # `out`'s beat two cycles earlier, then the write-backs of the
-            # cycles after (history[k] at the data stage is stages[-1-k]
-            # two cycles before, down to `out` itself)
-            early = [(stages[-3 + k].valid & ~stages[-3 + k].rtx, stages[-3 + k].addr)
-                     for k in range(2)]
-            early += [(writes, out.addr)]
-            assert len(early) == len(history)
+            # history[k] at the data stage, two cycles earlier: the beats
+            # two and one stages before `out`, then `out`'s write-back and
+            # the older ones
+            early = [(s.valid & ~s.rtx, s.addr) for s in stages[-3:-1]]
+            early += [(valid, addr) for valid, addr, _ in history[:-2]]
             hits = _kept(m, Cat(valid & (addr == pre2.addr) for valid, addr in early),
                          "fwd_hit_tree")
         # The lanes' selects, one stage before the lanes: the beat's decode

@@ -152,7 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--freq", type=float, default=150.0, help="constraint, MHz")
     ap.add_argument("--device", default="LFE5U-85F")
-    ap.add_argument("--speed", type=int, choices=(6, 7, 8), default=6,
+    from netagg.boards.build import ECP5_SPEEDS
+    ap.add_argument("--speed", type=int, choices=ECP5_SPEEDS, default=6,
                     help="ECP5 speed grade (default 6, the Colorlight boards' and issue 12's)")
     ap.add_argument("--parallel", type=int, default=1, metavar="N",
                     help="builds at a time (each tool is single-threaded)")

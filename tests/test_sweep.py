@@ -257,7 +257,7 @@ def test_speed_grade_reaches_nextpnr_and_the_report(monkeypatch, tmp_path):
     monkeypatch.setenv("EXPECT_SPEED", "8")
     rep = build_mod.build_plain(Params(lanes=2), tmp_path / "b", seed=1, speed=8)
     assert rep["device"] == "LFE5U-85F-8 CABGA381 (out of context, plain flow)"
-    for bad in (5, 9, True, "8"):
+    for bad in (5, 9, True, "8", 8.0):
         with pytest.raises(ValueError, match="speed must be one of"):
             build_mod.build_plain(Params(lanes=2), tmp_path / "c", speed=bad)
         with pytest.raises(ValueError, match="speed must be one of"):
