@@ -155,3 +155,55 @@ def test_verdicts_and_beats_match_golden_model(name, request):
     assert used == len(got_data)
     assert seen == {Verdict.ACCEPT, Verdict.BAD_HEADER, Verdict.BAD_LENGTH, Verdict.BAD_JOB,
                     Verdict.BAD_SLOT, Verdict.BAD_WORKER}, seen
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["pipelined", "compact"])
+def test_one_beat_per_cycle_while_downstream_accepts(compact, request):
+    """With ``desc`` and ``data`` always ready and no gaps on ``i``, every
+    cycle from the first accepted beat to the last accepts one (``i.ready``
+    never drops), and every beat comes out."""
+    seed = seed_of(request)
+    rng = random.Random(seed)
+    params, jobs = _setup("l4k16")
+    dut = Validator(params, compact=compact)
+    stream = [s for s in _stream(rng, params, jobs, 60) if s[1] is Verdict.ACCEPT]
+    beats = [b for s in stream for b in s[0]]
+    accepted, ndesc, ndata = [], [0], [0]
+    entries = {j: _entry(jobs, j) for j in range(256)}
+
+    async def drive(ctx):
+        await send_beats(ctx, dut.i, beats, params.lanes, rng, 0.0)
+        ctx.set(dut.i.valid, 0)
+        for _ in range(20):
+            await ctx.tick()
+
+    async def job_table(ctx):
+        async for job_id, slot in ctx.changed(dut.job_id, dut.slot):
+            e = entries[job_id]
+            ctx.set(dut.job, e)
+            ctx.set(dut.job_valid, job_id < params.jobs)
+            ctx.set(dut.slot_ok, job_id < params.jobs and slot < e["nslots"]
+                    and slot < params.slots - e["base"])
+
+    async def watch(ctx):
+        ctx.set(dut.desc.ready, 1)
+        ctx.set(dut.data.ready, 1)
+        cycle = 0
+        async for _, _, iv, ir, dv, bv in ctx.tick().sample(
+                dut.i.valid, dut.i.ready, dut.desc.valid, dut.data.valid):
+            if iv and ir:
+                accepted.append(cycle)
+            ndesc[0] += dv
+            ndata[0] += bv
+            cycle += 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(drive)
+    sim.add_process(job_table)
+    sim.add_testbench(watch, background=True)
+    sim.run()
+    assert len(accepted) == len(beats), seed
+    assert accepted[-1] - accepted[0] == len(beats) - 1, (seed, accepted[:20])
+    assert ndesc[0] == len(stream), seed
+    assert ndata[0] == sum(len(s[0]) for s in stream), seed
