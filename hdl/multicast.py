@@ -273,13 +273,23 @@ class Multicast(CheckedComponent):
             m.d.comb += buf.r_addr.eq(r_addr)
         else:
             buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
+        # The pop (the head's last beat to its last destination issues) as
+        # a flip-flop of its own, registered from the next values of the
+        # four flip-flops it is the AND of, so that the queues' read
+        # enables, and their level and room logic after them, start at one
+        # flip-flop.
+        pop = Signal(name="pop", attrs=KEEP)
+        m.d.comb += [pending.r_en.eq(pop), stored_q.r_en.eq(pop), popped.eq(pop)]
+        m.d.sync += pop.eq((stored_q.r_rdy & ~popped)
+                           & (out_q.level < out_q.depth - (4 if slow else 3))
+                           & (beat_next == head_next.lastb)
+                           & (dest_next == head_next.lastw))
         m.d.sync += [inflight.eq(issue), self.free.valid.eq(0)]   # free: registered
         with m.If(issue):
             with m.If(last_beat):
                 m.d.comb += beat_next.eq(0)
                 with m.If(last_dest):
-                    m.d.comb += [dest_next.eq(0), pending.r_en.eq(1), stored_q.r_en.eq(1),
-                                 popped.eq(1)]
+                    m.d.comb += dest_next.eq(0)
                     m.d.sync += [self.free.valid.eq(1), self.free.payload.eq(cur.lastb + 1)]
                 with m.Else():
                     m.d.comb += dest_next.eq(dest + 1)
