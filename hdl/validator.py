@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -245,19 +245,21 @@ class Validator(wiring.Component):
                 m.d.sync += load.eq(~full_next & wr_sel_next[k])
                 with m.If(load):
                     m.d.sync += reg.eq(cin)
-            # the payload data read at a kept copy of the read select, so the
-            # one that selects the checks drives only their few bits
-            rd_sel_data = Signal(nheld, name="rd_sel_data", init=1, attrs=KEEP)
-            with m.If(can):
-                m.d.sync += rd_sel_data.eq(rd_sel_data.rotate_left(1))
+            # each lane's payload element read at a kept copy of the read
+            # select of its own, so the one that selects the checks drives
+            # only their few bits and no copy drives more than 32 bits
 
             def _pick(sel, get):
                 out = 0
                 for k, reg in enumerate(held_beats):
-                    out = out | Mux(sel[k], get(reg).as_value(), 0)
+                    out = out | Mux(sel[k], Value.cast(get(reg)), 0)
                 return out
-            m.d.comb += [cout.eq(_pick(rd_sel, lambda r: r)),
-                         cout.data.eq(_pick(rd_sel_data, lambda r: r.data))]
+            m.d.comb += cout.eq(_pick(rd_sel, lambda r: r))
+            for i in range(L):
+                rd_sel_data = Signal(nheld, name=f"rd_sel_data{i}", init=1, attrs=KEEP)
+                with m.If(can):
+                    m.d.sync += rd_sel_data.eq(rd_sel_data.rotate_left(1))
+                m.d.comb += cout.data[i].eq(_pick(rd_sel_data, lambda r, i=i: r.data[i]))
         beat = cout
 
         # ---- per-message state, held from the first beat ----
