@@ -100,7 +100,6 @@ class PayloadBuffer(CheckedComponent):
                                         attrs=NO_RW_CHECK)
         wr = mem.write_port()
         written = Signal(abits + 1)      # beats written (mod 2 depth)
-        freed = Signal(abits + 1)        # beats freed (mod 2 depth)
         head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
         held = Signal(abits + 1)
         w_data = Signal(payload_beat(self._params))
@@ -129,15 +128,17 @@ class PayloadBuffer(CheckedComponent):
                 m.d.sync += written.eq(written + 1)
             m.d.comb += self.empty.eq((held == 0) & ~w_en)
         m.d.comb += [
-            held.eq(written - freed),
             wr.addr.eq(written[:abits]),
             wr.data.eq(w_data),
             wr.en.eq(w_en),
             self.head.eq(head[:abits]),
         ]
         dropped = self.take & self.drop
-        m.d.sync += [freed.eq(Mux(dropped, freed + self.release + self.claim,
-                                  freed + self.release)),
-                     head.eq(Mux(self.take, head + self.claim, head))]
+        m.d.sync += head.eq(Mux(self.take, head + self.claim, head))
+        # ``held`` (beats written and not freed) is a register of its own,
+        # so that the room compares a register with a constant
+        written_now = (self.w.valid & room) if self._compact else w_en
+        held_kept = held + written_now - self.release
+        m.d.sync += held.eq(Mux(dropped, held_kept - self.claim, held_kept))
         m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         return m
