@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,13 +47,10 @@ class Validator(wiring.Component):
     registered with the flags of the header, length, job, slot and worker
     checks (the entry register: the job table's compares end there), then
     with its verdict, formed from the flags in the spec's order, in one of
-    three registered beats, and is acted on two cycles after it was accepted
-    at the earliest; up to four wait for ``desc`` and ``data`` (``i.ready``
-    is a flip-flop: low while the entry register is full and the registered
-    beats are full as the write side sees them, which counts a beat read
-    one cycle after it moved; the wide registers' enables and the read
-    selects are flip-flops, and the enables' next values depend on
-    flip-flops only, not on ``data.ready`` or ``desc.ready``).
+    two registered beats, and is acted on two cycles after it was accepted
+    at the earliest; up to three wait for ``desc`` and ``data``
+    (``i.ready`` is a flip-flop: low while the entry register and both
+    registered beats are full; the wide registers' enables are flip-flops).
     ``compact=True`` (the fewest cells, for slow clocks): one registered
     beat, its verdict formed before it, which takes the next one while
     empty or moving on (``i.ready`` combinational).
@@ -156,16 +153,11 @@ class Validator(wiring.Component):
         cout = Signal(checked_l)
         beat_valid = Signal()
         can = Signal()               # the registered beat moves on this cycle
-        # The registered beats, written in turn and read in turn: the wide
-        # registers' enables come from flip-flops whose next values are
-        # functions of flip-flops only (not of the moves below). In the
-        # pipelined form there are three, and the write side sees a beat
-        # read one cycle late (``can_d``), so that a ready from downstream
-        # reaches only the read side; three keep one beat per cycle with
-        # that lag.
-        nheld = 1 if self._compact else 3
-        held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(nheld)]
-        full = Signal()
+        # Two registered beats, written in turn while not full and read in
+        # turn: the wide registers' enables come from registers (``full``,
+        # the write pointer), not from the moves below.
+        held_beats = [Signal(checked_l, name=f"checked{k}") for k in range(2)]
+        wr_ptr, rd_ptr, full = Signal(), Signal(), Signal()
         # The beat as it enters: its fields and the checks' flags.
         entry_l = data.StructLayout({**checked_l.members, "job_bad": unsigned(1),
                                      "slot_bad": unsigned(1), "worker_bad": unsigned(1)})
@@ -185,10 +177,10 @@ class Validator(wiring.Component):
             src = ein
         else:
             # An entry register first (``entry``): the job table's compares
-            # and the header checks end in it, and the registered beats
+            # and the header checks end in it, and the two registered beats
             # below take it with the verdict formed from its flags. It loads
             # whenever it is empty or moves on (its enable and ``i.ready``
-            # are functions of flip-flops).
+            # are functions of two flip-flops).
             src = Signal(entry_l, name="entry")
             src_valid = Signal(name="entry_valid")
             # ``i.ready`` (~entry_valid | ~full) is a flip-flop of its own,
@@ -213,53 +205,41 @@ class Validator(wiring.Component):
             with m.Elif(can):
                 m.d.sync += full.eq(0)
             m.d.comb += [cout.eq(held_beats[0]), beat_valid.eq(full)]
-        else:
-            # Write side: ``wcount`` beats held as the writer sees them (a
-            # read counted a cycle after it, from ``can_d``), ``full`` =
-            # wcount == 3; the free register at ``wr_sel`` (one-hot) loads
-            # the entry whether or not it is valid, only ``wcount`` counts
-            # what was pushed. Read side: ``rcount`` beats held (every push
-            # counted the cycle after it), ``beat_valid`` = rcount != 0, the
-            # beat at ``rd_sel`` (one-hot) read. rcount <= wcount <= 3.
-            push = src_valid & ~full
-            can_d = Signal(name="can_d")
-            wcount = Signal(range(nheld + 1), name="wcount")
-            rcount = Signal(range(nheld + 1), name="rcount")
-            wr_sel = Signal(nheld, name="wr_sel", init=1)
-            rd_sel = Signal(nheld, name="rd_sel", init=1)
-            wcount_next = wcount + push - can_d
-            full_next = wcount_next == nheld
-            wr_sel_next = Mux(push, wr_sel.rotate_left(1), wr_sel)
+        push = (self.i.valid if self._compact else src_valid) & ~full
+        # The free register (the one at ``wr_ptr`` while not full) loads the
+        # input whether or not it is valid: the enable comes from flip-flops
+        # only, not from ``i.valid``; only the level flip-flops count what was
+        # pushed.
+        if not self._compact:
+            # the level as two flip-flops (one held beat or more, two):
+            # the moves select their next values, no count and compare
+            some = Signal(name="held_some")
+            grow, shrink = push & ~can, can & ~push
+            full_next = Mux(grow, some, Mux(shrink, 0, full))
+            wr_ptr_next = wr_ptr ^ push
             src_valid_next = Mux(ready, self.i.valid, src_valid)
-            m.d.sync += [can_d.eq(can), wcount.eq(wcount_next), full.eq(full_next),
-                         wr_sel.eq(wr_sel_next),
-                         ready.eq(~src_valid_next | ~full_next),
-                         rcount.eq(rcount + push - can),
-                         beat_valid.eq((rcount + push - can) != 0)]
-            with m.If(can):
-                m.d.sync += rd_sel.eq(rd_sel.rotate_left(1))
-            # each registered beat's enable (~full & wr_sel[k]) a flip-flop
-            # of its own, registered from the next values
+            m.d.sync += [some.eq(Mux(grow, 1, Mux(shrink, full, some))),
+                         full.eq(full_next),
+                         ready.eq(~src_valid_next | ~full_next)]
+            # each registered beat's enable (~full & wr_ptr == k) a
+            # flip-flop of its own, registered from the next values
             for k, reg in enumerate(held_beats):
                 load = Signal(name=f"load{k}", init=int(k == 0), attrs=KEEP)
-                m.d.sync += load.eq(~full_next & wr_sel_next[k])
+                m.d.sync += load.eq(~full_next & (wr_ptr_next == k))
                 with m.If(load):
                     m.d.sync += reg.eq(cin)
-            # each lane's payload element read at a kept copy of the read
-            # select of its own, so the one that selects the checks drives
-            # only their few bits and no copy drives more than 32 bits
-
-            def _pick(sel, get):
-                out = 0
-                for k, reg in enumerate(held_beats):
-                    out = out | Mux(sel[k], Value.cast(get(reg)), 0)
-                return out
-            m.d.comb += cout.eq(_pick(rd_sel, lambda r: r))
-            for i in range(L):
-                rd_sel_data = Signal(nheld, name=f"rd_sel_data{i}", init=1, attrs=KEEP)
-                with m.If(can):
-                    m.d.sync += rd_sel_data.eq(rd_sel_data.rotate_left(1))
-                m.d.comb += cout.data[i].eq(_pick(rd_sel_data, lambda r, i=i: r.data[i]))
+            # the payload data read at a kept copy of the read pointer, so the
+            # one that selects the checks drives only their few bits
+            rd_ptr_data = Signal(name="rd_ptr_data", attrs=KEEP)
+            with m.If(can):
+                m.d.sync += rd_ptr_data.eq(~rd_ptr_data)
+            m.d.comb += [cout.eq(Mux(rd_ptr, held_beats[1], held_beats[0])),
+                         cout.data.eq(Mux(rd_ptr_data, held_beats[1].data, held_beats[0].data)),
+                         beat_valid.eq(some)]
+            with m.If(push):
+                m.d.sync += wr_ptr.eq(~wr_ptr)
+            with m.If(can):
+                m.d.sync += rd_ptr.eq(~rd_ptr)
         beat = cout
 
         # ---- per-message state, held from the first beat ----
