@@ -222,7 +222,6 @@ class IssueQueue(CheckedComponent):
             return older_lo[j, k] if j < k else ~older_lo[k, j]
 
         unissued = [e.valid & ~e.done for e in q]
-        live = unissued             # held with beats left
         # "May issue": an entry waiting, not done, without hazard and not
         # following an older one with beats left (an entry that must follow
         # an older one issues from the cycle after that one's last beat:
@@ -464,6 +463,8 @@ class IssueQueue(CheckedComponent):
                 nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
                 nxt_q[x].frees.eq(Mux(placed[x], incoming.frees, q[x].frees + handed[x])),
             ]
+        done_next = [Mux(placed[x], incoming.done, Mux(go[x], bumped[x].done, q[x].done))
+                     for x in range(N)]
         same_next = {}
         for x in range(N):
             same_next[x, x] = Const(1)
@@ -483,26 +484,6 @@ class IssueQueue(CheckedComponent):
                 m.d.comb += a.eq(Mux(placed[x], req_after[j], Mux(placed[j], 0, after[x, j])))
                 nxt_after[x, j] = a
         may_next = [Signal(name=f"entry{x}_can_new") for x in range(N)]
-        # The next "may issue" for each outcome of this cycle's choice
-        # (entry k issues, or none: at most one does), each a function of
-        # flip-flops only; the control copy of the choice selects one (an
-        # AND-OR after it), and the placement selects between the
-        # request's and the held entry's. An entry j still has beats next
-        # cycle (``holds``) if it is held, not done and not issuing its last
-        # beat now; a free place (the only ones a request takes) holds none.
-        def holds(j, k):
-            return live[j] & ~q[j].on_last if j == k else live[j]
-
-        def may_if(x, k):
-            req_follows = Cat(*(req_after[j] & holds(j, k)
-                                for j in range(N) if j != x)).any()
-            stay_follows = Cat(*(after[x, j] & holds(j, k)
-                                 for j in range(N) if j != x)).any()
-            placed_may = may_issue(~incoming.rtx, incoming.done, h_req, req_follows)
-            stay_may = may_issue(holds(x, k) & ~q[x].rtx, 0,
-                                 h_issue[x] if k == x else h_stay[x], stay_follows)
-            return Mux(placed[x], placed_may, stay_may)
-        none_goes = ~Cat(*go).any()
         for x in range(N):
             # the copy and slot of the entry at x next cycle, against the
             # request pushed now (a free place's stale fields are never
@@ -524,9 +505,15 @@ class IssueQueue(CheckedComponent):
                                                  for j in range(N))).any())
             for a in range(1, window):
                 m.d.sync += r_hit[a][x].eq(Mux(placed[x], inc_rec[a - 1], r_hit[a - 1][x]))
+            stays_next = Mux(placed[x], h_req, h_stay[x])
             m.d.sync += issued_last[x].eq(go[x])
-            m.d.comb += may_next[x].eq(Cat(none_goes & may_if(x, None),
-                                           *(go[k] & may_if(x, k) for k in range(N))).any())
+            # (the entries' next "done" from the control copy of the
+            # choice; valid and rtx do not depend on it)
+            follows_next = Cat(*(nxt_after[x, j] & nxt_valid[j] & ~done_next[j]
+                                 for j in range(N) if j != x)).any()
+            m.d.comb += may_next[x].eq(may_issue(nxt_valid[x] & ~nxt_q[x].rtx, done_next[x],
+                                                 Mux(go[x], h_issue[x], stays_next),
+                                                 follows_next))
             m.d.sync += [can[x].eq(may_next[x]), can_d[x].eq(may_next[x]),
                          can_i[x].eq(may_next[x])]
             m.d.sync += q[x].eq(nxt_q[x])
