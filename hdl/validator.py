@@ -215,7 +215,10 @@ class Validator(wiring.Component):
             # the moves select their next values, no count and compare
             some = Signal(name="held_some")
             grow, shrink = push & ~can, can & ~push
-            full_next = Mux(grow, some, Mux(shrink, 0, full))
+            # full next cycle only if no beat moves on now (a push needs
+            # ~full): the move is the last AND, after a function of
+            # flip-flops only, on the paths into the enables below
+            full_next = ~can & Mux(push, some, full)
             wr_ptr_next = wr_ptr ^ push
             src_valid_next = Mux(ready, self.i.valid, src_valid)
             m.d.sync += [some.eq(Mux(grow, 1, Mux(shrink, full, some))),
