@@ -88,7 +88,9 @@ class Multicast(CheckedComponent):
     (default, portable: that register in the fabric) or ``"ecp5"``
     (``DP16KD`` blocks, that register their own output register).
     ``compact``: neither, and no register stage on the way in (the fewest
-    cells).
+    cells). In every form the replicator's pop of its two queues (the
+    head's last beat to its last destination issues) is a flip-flop,
+    registered from the next values of the flip-flops it is the AND of.
     """
 
     @staticmethod
