@@ -102,6 +102,10 @@ class Lane(CheckedComponent):
     (which is ``i.ready``). With ``o.ready`` held high, a beat accepted on
     ``i`` appears on ``o`` exactly ``latency`` (= ``stages + 1``) cycles
     later, one beat per cycle (initiation interval 1), in order.
+
+    ``nan_next``, ``ovf_next``: the flags ``o.payload`` takes at the next
+    advance (combinational, before the output register), for a caller that
+    registers a reduction of many lanes' flags alongside ``o``.
     """
 
     def __init__(self, *, dtypes=("int32", "fp32", "bf16"), ops=("sum", "min", "max"),
@@ -115,6 +119,8 @@ class Lane(CheckedComponent):
         ports = {
             "i": In(stream.Signature(LaneIn)),
             "o": Out(stream.Signature(LaneOut)),
+            "nan_next": Out(1),
+            "ovf_next": Out(1),
         }
         if decoded:
             ports["sel"] = In(LaneSel)
@@ -292,6 +298,7 @@ class Lane(CheckedComponent):
             with m.If(d_sel == _SEL_ADD16):
                 m.d.comb += [res.r.eq(add16.r), res.nan.eq(add16.nan), res.ovf.eq(add16.ovf)]
 
+        m.d.comb += [self.nan_next.eq(res.nan), self.ovf_next.eq(res.ovf)]
         valid = Signal(self.latency)
         with m.If(adv):
             m.d.sync += [

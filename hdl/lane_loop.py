@@ -316,12 +316,24 @@ class LaneLoop(CheckedComponent):
         for k in range(1, len(front) - 1):
             m.d.sync += [front[k].eq(front[k - 1]), kinds[k].eq(kinds[k - 1])]
 
-        # Write-back with the new sticky flags of the beat.
-        lane_nan = Cat(lane.o.payload.nan for lane in lanes) & out.mask
-        lane_ovf = Cat(lane.o.payload.ovf for lane in lanes) & out.mask
+        # Write-back with the new sticky flags of the beat. (not compact:
+        # the OR of the lanes' flags is registered with the lanes' outputs,
+        # from the flags they take next and the mask of the stage before
+        # ``out``, so that no bit of the write data is a function of every
+        # lane's register)
+        if compact:
+            lane_nan = (Cat(lane.o.payload.nan for lane in lanes) & out.mask).any()
+            lane_ovf = (Cat(lane.o.payload.ovf for lane in lanes) & out.mask).any()
+        else:
+            lane_nan, lane_ovf = Signal(name="lanes_nan"), Signal(name="lanes_ovf")
+            pre_out = stages[-2]
+            m.d.sync += [
+                lane_nan.eq((Cat(lane.nan_next for lane in lanes) & pre_out.mask).any()),
+                lane_ovf.eq((Cat(lane.ovf_next for lane in lanes) & pre_out.mask).any()),
+            ]
         written = Signal(word_l)
-        m.d.comb += [written.nan.eq((out.nan & ~out.first) | lane_nan.any()),
-                     written.ovf.eq((out.ovf & ~out.first) | lane_ovf.any())]
+        m.d.comb += [written.nan.eq((out.nan & ~out.first) | lane_nan),
+                     written.ovf.eq((out.ovf & ~out.first) | lane_ovf)]
         for i, lane in enumerate(lanes):
             m.d.comb += written.data[i].eq(lane.o.payload.r)
         writes = out.valid & ~out.rtx
