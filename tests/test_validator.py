@@ -84,6 +84,29 @@ def _stream(rng, params, jobs, n):
     return out
 
 
+def _job_table(dut, params, jobs):
+    """A process answering the validator's lookups as the job table does."""
+    entries = {j: _entry(jobs, j) for j in range(256)}
+
+    async def process(ctx):
+        async for job_id, slot in ctx.changed(dut.job_id, dut.slot):
+            e = entries[job_id]
+            ctx.set(dut.job, e)
+            ctx.set(dut.job_valid, job_id < params.jobs)
+            ctx.set(dut.slot_ok, job_id < params.jobs and slot < e["nslots"]
+                    and slot < params.slots - e["base"])
+    return process
+
+
+def _simulate(dut, params, jobs, drive, sink):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(drive)
+    sim.add_process(_job_table(dut, params, jobs))
+    sim.add_testbench(sink, background=True)
+    sim.run()
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_verdicts_and_beats_match_golden_model(name, request):
     seed = seed_of(request)
@@ -93,7 +116,6 @@ def test_verdicts_and_beats_match_golden_model(name, request):
     dut = Validator(params)
     stream = _stream(rng, params, jobs, 150)
     got_desc, got_data = [], []
-    entries = {j: _entry(jobs, j) for j in range(256)}
 
     async def drive(ctx):
         for beats, *_ in stream:
@@ -103,14 +125,6 @@ def test_verdicts_and_beats_match_golden_model(name, request):
             if len(got_desc) == len(stream):
                 break
             await ctx.tick()
-
-    async def job_table(ctx):
-        async for job_id, slot in ctx.changed(dut.job_id, dut.slot):
-            ctx.set(dut.job, entries[job_id])
-            ctx.set(dut.job_valid, job_id < params.jobs)
-            e = entries[job_id]
-            ctx.set(dut.slot_ok, job_id < params.jobs and slot < e["nslots"]
-                    and slot < params.slots - e["base"])
 
     async def sink(ctx):
         while True:
@@ -124,12 +138,7 @@ def test_verdicts_and_beats_match_golden_model(name, request):
             if dv and dr:
                 got_desc.append((dp, len(got_data)))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(drive)
-    sim.add_process(job_table)
-    sim.add_testbench(sink, background=True)
-    sim.run()
+    _simulate(dut, params, jobs, drive, sink)
 
     assert len(got_desc) == len(stream)
     seen, used = set(), 0
@@ -169,21 +178,12 @@ def test_one_beat_per_cycle_while_downstream_accepts(compact, request):
     stream = [s for s in _stream(rng, params, jobs, 60) if s[1] is Verdict.ACCEPT]
     beats = [b for s in stream for b in s[0]]
     accepted, ndesc, ndata = [], [0], [0]
-    entries = {j: _entry(jobs, j) for j in range(256)}
 
     async def drive(ctx):
         await send_beats(ctx, dut.i, beats, params.lanes, rng, 0.0)
         ctx.set(dut.i.valid, 0)
         for _ in range(20):
             await ctx.tick()
-
-    async def job_table(ctx):
-        async for job_id, slot in ctx.changed(dut.job_id, dut.slot):
-            e = entries[job_id]
-            ctx.set(dut.job, e)
-            ctx.set(dut.job_valid, job_id < params.jobs)
-            ctx.set(dut.slot_ok, job_id < params.jobs and slot < e["nslots"]
-                    and slot < params.slots - e["base"])
 
     async def watch(ctx):
         ctx.set(dut.desc.ready, 1)
@@ -197,12 +197,7 @@ def test_one_beat_per_cycle_while_downstream_accepts(compact, request):
             ndata[0] += bv
             cycle += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(drive)
-    sim.add_process(job_table)
-    sim.add_testbench(watch, background=True)
-    sim.run()
+    _simulate(dut, params, jobs, drive, watch)
     assert len(accepted) == len(beats), seed
     assert accepted[-1] - accepted[0] == len(beats) - 1, (seed, accepted[:20])
     assert ndesc[0] == len(stream), seed
