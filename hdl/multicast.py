@@ -245,16 +245,24 @@ class Multicast(CheckedComponent):
         cur = Signal(pend_l)
         cur_st = Signal(stored_l)
         heads_ok = Signal()
-        popped = Signal()
+        # The pop (the head's last beat to its last destination issues) is
+        # a flip-flop of its own, registered from the next values of the
+        # four flip-flops it is the AND of (below), so that the queues'
+        # read enables, and their level and room logic after them, start
+        # at one flip-flop.
+        pop = Signal(name="pop", attrs=KEEP)
+        m.d.comb += [pending.r_en.eq(pop), stored_q.r_en.eq(pop)]
+        heads_ok_next = stored_q.r_rdy & ~pop
         m.d.sync += [cur.eq(pending.r_data), cur_st.eq(stored_q.r_data),
-                     heads_ok.eq(stored_q.r_rdy & ~popped)]
+                     heads_ok.eq(heads_ok_next)]
         dest = Signal(8)
         beat = Signal(layouts.bits_for(p.beats))
         inflight = Signal()
         # Registered, from the level a cycle ago: room for the beats in
         # flight (one or two, the read stages) and one more.
         space = Signal()
-        m.d.sync += space.eq(out_q.level < out_q.depth - (4 if slow else 3))
+        space_next = out_q.level < out_q.depth - (4 if slow else 3)
+        m.d.sync += space.eq(space_next)
         issue = heads_ok & space
         # "the last beat" and "the last destination" are registered: the
         # compares of the next beat and destination with the head as it
@@ -263,9 +271,11 @@ class Multicast(CheckedComponent):
         last_beat, last_dest = Signal(name="last_beat"), Signal(name="last_dest")
         beat_next, dest_next = Signal.like(beat), Signal.like(dest)
         head_next = data.View(pend_l, pending.r_data)
+        last_beat_next = beat_next == head_next.lastb
+        last_dest_next = dest_next == head_next.lastw
         m.d.comb += [beat_next.eq(beat), dest_next.eq(dest)]
-        m.d.sync += [last_beat.eq(beat_next == head_next.lastb),
-                     last_dest.eq(dest_next == head_next.lastw)]
+        m.d.sync += [last_beat.eq(last_beat_next), last_dest.eq(last_dest_next),
+                     pop.eq(heads_ok_next & space_next & last_beat_next & last_dest_next)]
         if slow:
             # the read address registered from the next head and beat (it
             # equals ``cur_st.start + beat``): the blocks' address inputs
@@ -275,17 +285,6 @@ class Multicast(CheckedComponent):
             m.d.comb += buf.r_addr.eq(r_addr)
         else:
             buf_data = registered_read(m, buf, cur_st.start + beat, name="buf_data")
-        # The pop (the head's last beat to its last destination issues) as
-        # a flip-flop of its own, registered from the next values of the
-        # four flip-flops it is the AND of, so that the queues' read
-        # enables, and their level and room logic after them, start at one
-        # flip-flop.
-        pop = Signal(name="pop", attrs=KEEP)
-        m.d.comb += [pending.r_en.eq(pop), stored_q.r_en.eq(pop), popped.eq(pop)]
-        m.d.sync += pop.eq((stored_q.r_rdy & ~popped)
-                           & (out_q.level < out_q.depth - (4 if slow else 3))
-                           & (beat_next == head_next.lastb)
-                           & (dest_next == head_next.lastw))
         m.d.sync += [inflight.eq(issue), self.free.valid.eq(0)]   # free: registered
         with m.If(issue):
             with m.If(last_beat):

@@ -137,8 +137,7 @@ class PayloadBuffer(CheckedComponent):
         m.d.sync += head.eq(Mux(self.take, head + self.claim, head))
         # ``held`` (beats written and not freed) is a register of its own,
         # so that the room compares a register with a constant
-        written_now = (self.w.valid & room) if self._compact else w_en
-        held_kept = held + written_now - self.release
+        held_kept = held + w_en - self.release
         m.d.sync += held.eq(Mux(dropped, held_kept - self.claim, held_kept))
         m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         return m

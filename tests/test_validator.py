@@ -98,13 +98,17 @@ def _job_table(dut, params, jobs):
     return process
 
 
-def _simulate(dut, params, jobs, drive, sink):
+def _simulate(dut, params, jobs, drive, sink, *, cycles=None):
+    """Run ``drive`` to its end (or for at most ``cycles`` clock cycles)."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(drive)
     sim.add_process(_job_table(dut, params, jobs))
     sim.add_testbench(sink, background=True)
-    sim.run()
+    if cycles is None:
+        sim.run()
+    else:
+        sim.run_until(cycles * 1e-8)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -197,7 +201,8 @@ def test_one_beat_per_cycle_while_downstream_accepts(compact, request):
             ndata[0] += bv
             cycle += 1
 
-    _simulate(dut, params, jobs, drive, watch)
+    # bounded: a validator that stalls fails here instead of hanging
+    _simulate(dut, params, jobs, drive, watch, cycles=len(beats) + 100)
     assert len(accepted) == len(beats), seed
     assert accepted[-1] - accepted[0] == len(beats) - 1, (seed, accepted[:20])
     assert ndesc[0] == len(stream), seed
