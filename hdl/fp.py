@@ -150,10 +150,13 @@ def _rep(bit: Value, n: int) -> Value:
 #     multiplexers), effective exponent difference, the near path's flip
 #     (equal exponents, |b| > |a|: a compare whose result is only
 #     registered), classify specials;
-#   1 far path: alignment shift and sticky bit (ORed into the last bit),
-#     the subtrahend inverted;
-#     near path: subtraction, complemented when flipped, and the shift-limit
-#     mark; the far path's exponent candidates and overflow flags;
+#   1a far path: alignment by the distance's high bits (whole bytes) and
+#     the sticky bit of the bytes shifted out; near path: subtraction, the
+#     shift-limit mark;
+#   1 far path: alignment by the distance's low bits, the rest of the
+#     sticky bit (ORed into the last bit), the subtrahend inverted; near
+#     path: the difference complemented when flipped; the far path's
+#     exponent candidates and overflow flags;
 #   2 far path: addition; near path: leading-zero count, cancellation;
 #   3 normalisation of both paths, path selection: significand (hidden bit
 #     included), guard, sticky, biased exponent minus one, the forced
@@ -164,7 +167,9 @@ def _rep(bit: Value, n: int) -> Value:
 # (bf16 moves a few of these by one step: the round-up decision into 3, the
 # near path's complement-free difference, the shift-limit OR and the far
 # sticky OR after cut 1; FPAdd._raw_d, docs/arithmetic.md.)
-# A depth of n registers uses the cut set _ADD_CUTS[n].
+# A depth of n registers uses the cut set _ADD_CUTS[n]; without the output
+# register (``out_reg=False``: the caller registers the result), the cut set
+# _ADD_CUTS_OPEN[n], which spends that register on the alignment's split.
 _ADD_CUTS = {
     0: set(),
     1: {5},
@@ -173,6 +178,15 @@ _ADD_CUTS = {
     4: {0, 2, 3, 5},
     5: {0, 1, 2, 3, 5},
     6: {0, 1, 2, 3, 4, 5},
+}
+_ADD_CUTS_OPEN = {
+    0: set(),
+    1: {2},
+    2: {1, 3},
+    3: {0, 2, 3},
+    4: {0, 1, 2, 3},
+    5: {0, "1a", 1, 2, 3},
+    6: {0, "1a", 1, 2, 3, 4},
 }
 
 
@@ -211,21 +225,29 @@ class FPAdd(CheckedComponent):
     Throughput one operation per cycle (initiation interval 1); the result of
     operands presented on a cycle with ``en`` high appears ``latency``
     (= ``stages``) cycles with ``en`` high later; the pipeline holds while
-    ``en`` is low.
+    ``en`` is low. ``out_reg`` (default): the last register holds the
+    result (for ``stages >= 1``); ``out_reg=False``, for a caller that
+    registers the result itself (after a choice of its own): the result is
+    combinational after the last register, the rounding step, and the
+    register it saves splits the alignment step instead (depth 5 and 6),
+    with the same latency.
     """
 
     MAX_STAGES = max(_ADD_CUTS)
 
     @classmethod
-    def check(cls, fmt: FloatFormat = FP32, *, stages: int = 5) -> None:
+    def check(cls, fmt: FloatFormat = FP32, *, stages: int = 5, out_reg: bool = True) -> None:
         if not isinstance(fmt, FloatFormat):
             raise ValueError(f"fmt must be a FloatFormat, not {fmt!r}")
         if not isinstance(stages, int) or not 0 <= stages <= cls.MAX_STAGES:
             raise ValueError(f"stages must be an int in 0..{cls.MAX_STAGES}, not {stages!r}")
+        if not isinstance(out_reg, bool):
+            raise ValueError(f"out_reg must be a bool, not {out_reg!r}")
 
-    def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5):
+    def __init__(self, fmt: FloatFormat = FP32, *, stages: int = 5, out_reg: bool = True):
         self._fmt = fmt
         self._stages = stages
+        self._out_reg = out_reg
         # narrow formats (bf16) take the raw exponent distance, the near
         # difference's magnitude from exchanged operands and the sticky and
         # round-up decisions one step earlier or later; wide formats (fp32)
@@ -257,7 +279,8 @@ class FPAdd(CheckedComponent):
         m = Module()
         fmt = self._fmt
         E, F, p = fmt.exp_bits, fmt.frac_bits, fmt.precision
-        pipe = _Pipe(m, self.en, _ADD_CUTS[self._stages], "add")
+        cuts = (_ADD_CUTS if self._out_reg else _ADD_CUTS_OPEN)[self._stages]
+        pipe = _Pipe(m, self.en, cuts, "add")
         a, b = self.a, self.b
 
         # -- step 0: order by exponent, exponent difference, specials -----
@@ -320,8 +343,13 @@ class FPAdd(CheckedComponent):
         v = pipe.cut(0, cut0)
 
         # -- step 1: far alignment and sticky; near subtraction ------------
-        # alignment shift saturated: a shift >= p+3 moves all of y into the
-        # sticky bit (``ovr``: d beyond the shifter's select bits)
+        # Two halves around cut point "1a": (1a) the near subtraction and
+        # the alignment by d's high bits (whole bytes), with the sticky bit
+        # of the bytes shifted out; (1b) the alignment by d's three low
+        # bits, the rest of the sticky bit, the near difference's
+        # complement. The alignment shift is saturated: a shift >= p+3
+        # moves all of y into the sticky bit (``ovr``: d beyond the
+        # shifter's select bits).
         d, ex, sub = v["d"], v["ex"], v["sub"]
         dw = (p + 3).bit_length()
         dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
@@ -330,18 +358,16 @@ class FPAdd(CheckedComponent):
             # a subnormal y beside a normal x: d = ex - ey + 1, y doubled
             # (its top bit is 0), the same shifted value and sticky bit
             my3 = Mux(v["one_sub"], Cat(Const(0, 4), v["my"][:p - 1]), my3)
-        my_al = Mux(ovr, 0, (my3 >> dl)[:p + 3])
-        below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
-        sticky = (my3 & below) != 0
-        # far subtrahend, sticky bit ORed into its last bit (which lies
-        # below the guard and round bits), complemented here (p+4 bits): the
-        # addition after the cut adds it as it comes, with carry-in ``sub``
-        # (bf16: the sticky bit registered apart, ORed in after the cut)
-        y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
+        fine = min(3, dw)
+        d_hi = dl[fine:]
+        my_c = Mux(ovr, 0, (my3 >> Cat(Const(0, fine), d_hi))[:p + 3])
+        # bits shifted out by the coarse shift (bit i: d_hi > i // 8)
+        below_c = Cat(*(_gt_const(d_hi, i >> fine) | ovr if len(d_hi) else ovr
+                        for i in range(p + 3)))
         # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
         # or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0, |y| >
         # |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
-        # complement ~t = y - x > 0 is taken here (t ^ flip; x1 = 2x has a
+        # complement ~t = y - x > 0 is taken in 1b (t ^ flip; x1 = 2x has a
         # zero LSB, which holds the carry-in ~flip). bf16: the operands
         # exchanged when flipped (then d = 0, y1 = 2y), the difference is
         # the magnitude itself.
@@ -358,32 +384,50 @@ class FPAdd(CheckedComponent):
         if self._raw_d:
             mx = v["mx"]
             y1 = ~y1n
-            t_raw = t_near = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
-                              - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
+            t_raw = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
+                     - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
         else:
             t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
-            t_near = t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results;
         # bf16: ORed in after the cut)
         limit = Cat(*(ex == p + 1 - i for i in range(p + 1)))
         keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign")
-        v = pipe.cut(1, {
+        v = pipe.cut("1a", {
             **{k: v[k] for k in keep},
             "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
             "near": sub & near_d,
-            "y_far": y_far ^ _rep(sub, p + 4),
-            "t_raw": t_raw, "flip": flip,
-            **({"limit": limit} if self._raw_d else {"u_near": t_near | limit}),
-            **({"sticky": sticky} if self._raw_d else {}),
+            "my_c": my_c, "st_c": (my3 & below_c) != 0, "d_lo": dl[:fine],
+            "t_raw": t_raw, "flip": flip, "limit": limit,
             "exm1": exm1,
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
+        })
+        my_c, d_lo, sub, flip = v["my_c"], v["d_lo"], v["sub"], v["flip"]
+        my_al = (my_c >> d_lo)[:p + 3]
+        lost = (1 << fine) - 1                # bits the fine shift can lose
+        below_f = Cat(*(_gt_const(d_lo, i) for i in range(lost)))
+        sticky = v["st_c"] | ((my_c[:lost] & below_f) != 0)
+        # far subtrahend, sticky bit ORed into its last bit (which lies
+        # below the guard and round bits), complemented here (p+4 bits): the
+        # addition after the cut adds it as it comes, with carry-in ``sub``
+        # (bf16: the sticky bit registered apart, ORed in after the cut)
+        y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
+        # the near difference's magnitude (fp32: complemented when flipped)
+        t_near = v["t_raw"] if self._raw_d else v["t_raw"] ^ _rep(flip, p + 1)
+        keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign", "sign", "near",
+                "exm1", "e_top", "e_top1")
+        v = pipe.cut(1, {
+            **{k: v[k] for k in keep},
+            "y_far": y_far ^ _rep(sub, p + 4),
+            "t_near": t_near,
+            **({"limit": v["limit"], "sticky": sticky} if self._raw_d
+               else {"u_near": t_near | v["limit"]}),
         })
 
         # -- step 2: far addition; near leading zeros ----------------------
         mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
         keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
-                "nan", "inf", "inf_sign", "t_raw", "flip")
+                "nan", "inf", "inf_sign", "t_near")
         y_far = v["y_far"]
         if self._raw_d:
             y0, st = y_far[0], v["sticky"]
@@ -391,9 +435,9 @@ class FPAdd(CheckedComponent):
         v = pipe.cut(2, {
             **{k: v[k] for k in keep},
             "s_far": (mx3 + y_far + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v["t_raw"] | v["limit"] if self._raw_d else v["u_near"]),
+            "sh": _lzc_pad(v["t_near"] | v["limit"] if self._raw_d else v["u_near"]),
             # exact cancellation (near path; a flipped difference is > 0)
-            "zero": (v["t_raw"] == 0) if self._raw_d else ~v["flip"] & (v["t_raw"] == 0),
+            "zero": v["t_near"] == 0,
         })
 
         # -- step 3: normalise both paths, select ---------------------------
@@ -416,7 +460,7 @@ class FPAdd(CheckedComponent):
             m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
         with m.Else():
             m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
-        t_near = v["t_raw"] if self._raw_d else v["t_raw"] ^ _rep(v["flip"], p + 1)
+        t_near = v["t_near"]
         n_shifted = (t_near << v["sh"])[:p + 1]
         n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
         # overflow, far path only (the near path's result is below x): the
@@ -435,14 +479,26 @@ class FPAdd(CheckedComponent):
             rnd = {"inc": ~force & guard & ((~near & f_sticky) | mant[0])}
         else:
             rnd = {"guard": guard, "sticky": ~near & f_sticky}
+        if self._out_reg:
+            ovf = {"ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c}
+        else:
+            # without the output register: the overflow flag whole, here
+            # (beside the normalisation), so that it leaves the rounding
+            # step as a register. ovf_c overflows when the rounding carries
+            # out of the fraction: the far path's guard bit set and its
+            # fraction all ones (its last bit then is set: the tie rounds up)
+            def ones(bits):
+                return bits == (1 << len(bits)) - 1
+            rounds_over = ((carry & v["e_top1"] & s[3] & ones(s[4:4 + F]))
+                           | (~carry & top & v["e_top"] & s[2] & ones(s[3:3 + F])))
+            ovf = {"ovf": ~special & (ovf_now | (~near & rounds_over))}
         v = pipe.cut(3, {
             "mant": mant, **rnd,
             "em1": Mux(near, n_em1, v["exm1"]),
             "hid": Mux(near, n_shifted[p], Cat(top & ~carry, carry)),
             "sign": Mux(v["nan"], 0, Mux(v["inf"], v["inf_sign"],
                                          v["sign"] & ~(near & v["zero"]))),
-            "force": force, "nan": v["nan"],
-            "ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c,
+            "force": force, "nan": v["nan"], **ovf,
         })
 
         # -- step 4: round to nearest even, specials ------------------------
@@ -455,15 +511,16 @@ class FPAdd(CheckedComponent):
         frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
         packed = (Cat(frac, v["em1"] | _rep(force, E))
                   + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
-        v = pipe.cut(4, {
-            # (bf16: the rounding carry out of the fraction from the
-            # registered round-up bit and an all-ones detect, beside the
-            # adder; fp32: the rounded exponent's LSB)
-            "r": Cat(packed, v["sign"]),
-            "ovf": v["ovf_now"] | (v["ovf_c"] & (inc & (mant[:F] == (1 << F) - 1)
-                                                if self._raw_d else packed[F])),
-            "nan": v["nan"],
-        })
+        # (bf16: the rounding carry out of the fraction from the registered
+        # round-up bit and an all-ones detect, beside the adder; fp32: the
+        # rounded exponent's LSB; without the output register: the flag
+        # formed in step 3)
+        if self._out_reg:
+            ovf = v["ovf_now"] | (v["ovf_c"] & (inc & (mant[:F] == (1 << F) - 1)
+                                               if self._raw_d else packed[F]))
+        else:
+            ovf = v["ovf"]
+        v = pipe.cut(4, {"r": Cat(packed, v["sign"]), "ovf": ovf, "nan": v["nan"]})
 
         # -- step 5: output register (deepest pipelines only) ---------------
         v = pipe.cut(5, v)

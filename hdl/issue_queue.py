@@ -26,9 +26,19 @@ ISSUE_DEPTH = {"memory": 4, "ecp5": 4, "compact": 2}
 rate, two in the compact form (fewest cells)."""
 
 
+def _pow2_beats(params: Params) -> bool:
+    """K/L is a power of two: an accumulator address is the copy's index
+    with the beat index below it (no ``acc_addr`` fields in the entries)."""
+    return params.beats & (params.beats - 1) == 0
+
+
 def _entry(params: Params, data_beats: int) -> data.StructLayout:
     """A queued message: its request, and how far its beats have been issued."""
     bbits = beat_count_bits(params)
+    acc = {} if _pow2_beats(params) else {
+        "acc_addr": unsigned(acc_addr_bits(params)),
+        "acc_next": unsigned(acc_addr_bits(params)),   # acc_addr + 1
+    }
     return data.StructLayout({
         "valid": unsigned(1),
         "rtx": unsigned(1),
@@ -44,8 +54,7 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         "left": unsigned(layouts.bits_for(params.elements + 1)),  # elements from `beat` on
         "mask": unsigned(params.lanes),     # lanes of `beat` (lane i: left > i)
         "on_last": unsigned(1),             # beat == last_beat
-        "acc_addr": unsigned(acc_addr_bits(params)),
-        "acc_next": unsigned(acc_addr_bits(params)),   # acc_addr + 1
+        **acc,
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_prev": unsigned(data_addr_bits(data_beats)),   # of the beat issued last
         # payload beats freed when it leaves: its own, and those of younger
@@ -89,11 +98,12 @@ class IssueQueue(CheckedComponent):
         No entry is held after this cycle and none was pushed in the
         previous one (only registers decide).
     data_addr : Out(address)
-        The payload buffer beat to read: that of the beat issued two cycles
-        before, registered (from the registered "it issued" and the
-        entries); ``"compact"``: of the beat issued in the previous cycle,
-        a one-hot multiplexer after those registers. ``data`` must hold it
-        the next cycle (``PayloadBuffer.rd_data``).
+        The payload buffer beat to read: that of the beat issued in the
+        previous cycle, a one-hot multiplexer after registers (the
+        registered "it issued" and the entries). ``data`` must hold it
+        ``PayloadBuffer.read_latency`` cycles later (``rd_data``): the next
+        cycle (``"compact"``), else two cycles later (the buffer registers
+        the address, one copy per lane's RAM).
     data : In(payload_beat)
     released : Out(count)
         Registered: payload buffer beats of the entry that left in the
@@ -185,13 +195,20 @@ class IssueQueue(CheckedComponent):
         p = self._params
         L, B, N = p.lanes, p.beats, self._depth
         entry_l = _entry(p, self._data_beats)
+        pow2 = _pow2_beats(p)
+
+        def acc_addr(e):
+            """The accumulator address of entry ``e``'s beat: (copy) x K/L + beat."""
+            if pow2:
+                return Cat(e.beat[:(B - 1).bit_length()], e.copy)
+            return e.acc_addr
         # The loop's hazard ports check the incoming request's address,
         # split in two: the beat issued a cycle ago (checked when it is
         # held), and the older ones (checked a cycle earlier, on the request
         # as it is pushed). The entries' hazards come from the queue's own
         # record (below).
         window = max(LaneLoop.spacing_of(self._fp_stages, self._acc_ram) - 2, 0)
-        # (not compact: the payload address registered once more, so the
+        # (not compact: the payload buffer registers the address, so the
         # payload beat reaches the loop three cycles after its issue)
         compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
@@ -280,7 +297,7 @@ class IssueQueue(CheckedComponent):
         m.d.comb += [
             loop.issue.valid.eq(any_issue),
             beat.rtx.eq(rtx_go),
-            beat.addr.eq(issuing.acc_addr),
+            beat.addr.eq(acc_addr(issuing)),
             beat.mask.eq(issuing.mask),
             beat.last.eq(issuing.on_last),
             beat.first.eq(issuing.first),
@@ -298,14 +315,14 @@ class IssueQueue(CheckedComponent):
             cur, nxt = q[i], bumped[i]
             m.d.comb += [nxt.eq(cur),
                          nxt.beat.eq(cur.beat_nx), nxt.beat_nx.eq(cur.beat_nx + 1),
-                         nxt.acc_addr.eq(cur.acc_next),
-                         nxt.acc_next.eq(cur.acc_next + 1),
                          nxt.data_addr.eq(cur.data_addr + 1),
                          nxt.data_prev.eq(cur.data_addr),
                          nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
                          nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
                          nxt.on_last.eq(cur.beat_nx == cur.last_beat),
                          nxt.done.eq(cur.on_last)]
+            if not pow2:
+                m.d.comb += [nxt.acc_addr.eq(cur.acc_next), nxt.acc_next.eq(cur.acc_next + 1)]
         # Entries leave the cycle after their last beat (at most one a
         # cycle: one beat issues a cycle): only registers decide.
         leaving = [Signal(name=f"entry{i}_leaving") for i in range(N)]
@@ -363,11 +380,12 @@ class IssueQueue(CheckedComponent):
             requested.left.eq(req.count),
             requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
             requested.on_last.eq(req.beats == 1),
-            requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
-            requested.acc_next.eq(Cat(req.ver, req.slot) * B + 1),
             requested.data_addr.eq(req.data_addr),
             requested.frees.eq(req.data_beats),
         ]
+        if not pow2:
+            m.d.comb += [requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
+                         requested.acc_next.eq(Cat(req.ver, req.slot) * B + 1)]
         m.d.sync += incoming.eq(requested)
         # The request's copy and slot against the entries', compared as it
         # is pushed and registered (``inc_copy[x]``, ``inc_slot[x]``: the
@@ -425,7 +443,7 @@ class IssueQueue(CheckedComponent):
             h_issue.append(recorded(i, q[i].beat_nx))
         # The incoming request against the held entries and the record.
         inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
-        m.d.comb += loop.hazard_addr[0].eq(requested.acc_addr)
+        m.d.comb += loop.hazard_addr[0].eq(acc_addr(requested))
         early = Signal(name="incoming_early")
         m.d.sync += early.eq(loop.hazard[0])
         # the combine beat issued now: by entry k (``sel``: a
@@ -528,11 +546,9 @@ class IssueQueue(CheckedComponent):
 
         # The payload beat of the beat issued in the previous cycle: its
         # entry's, chosen by the registered "it issued" (the choice reaches
-        # no register here); registered again unless compact.
-        prev_addr = _one_hot_mux(issued_last, [e.data_prev for e in q], len(self.data_addr))
-        if compact:
-            m.d.comb += self.data_addr.eq(prev_addr)
-        else:
-            m.d.sync += self.data_addr.eq(prev_addr)
+        # no register here); unless compact, the payload buffer registers
+        # it (a copy per lane's RAM).
+        m.d.comb += self.data_addr.eq(_one_hot_mux(issued_last, [e.data_prev for e in q],
+                                                   len(self.data_addr)))
         m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | incoming.valid | loop.busy)
         return m

@@ -270,13 +270,16 @@ class Lane(CheckedComponent):
         with m.Else():
             m.d.comb += [e_r.eq(narrowed), e_nan.eq(x["f_nan"])]
 
-        # floating-point adders
+        # floating-point adders (decoded form: without their output
+        # register, which the lane's output register follows at once; the
+        # register saved splits the alignment step, FPAdd ``out_reg``)
+        open_add = not self._decoded
         add32 = add16 = None
         if do_sum and (has("fp32") or (has("bf16") and self._mode == "fp32")):
-            m.submodules.add32 = add32 = FPAdd(FP32, stages=self._stages)
+            m.submodules.add32 = add32 = FPAdd(FP32, stages=self._stages, out_reg=open_add)
             m.d.comb += [add32.a.eq(add_a), add32.b.eq(add_b_w), add32.en.eq(adv)]
         if do_sum and narrow_mode:
-            m.submodules.add16 = add16 = FPAdd(BF16, stages=self._stages)
+            m.submodules.add16 = add16 = FPAdd(BF16, stages=self._stages, out_reg=open_add)
             m.d.comb += [add16.a.eq(add_a[:16]), add16.b.eq(add_b16), add16.en.eq(adv)]
 
         # delay line for the early results

@@ -36,13 +36,15 @@ class PayloadBuffer(CheckedComponent):
         it is high always fits. Low in the first cycle after reset. One
         beat per cycle.
     rd_addr : In(address)
-        Read address; ``rd_data`` holds that beat one cycle later (a block
-        RAM read with its output register). A beat accepted on ``w`` in
+        Read address; ``rd_data`` holds that beat :attr:`read_latency`
+        cycles later: two (the address registered, one kept copy per
+        lane's RAM, then the RAM read and its register), one with
+        ``compact=True``. A beat accepted on ``w`` in
         cycle t is written into the RAM at the end of cycle t + 1 (the
         write's data and enable are registered, the address is the write
         pointer, which counts the registered writes: the enable's fanout
         to the whole RAM and the pointer start at registers); the caller
-        reads it from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
+        gives its address from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
         cells): the write is not registered (readable from cycle t + 1 on).
     release : In(count)
         Beats freed this cycle, oldest first; the space is seen by
@@ -91,27 +93,35 @@ class PayloadBuffer(CheckedComponent):
     def depth(self) -> int:
         return self._depth
 
+    @property
+    def read_latency(self) -> int:
+        """Cycles from ``rd_addr`` to ``rd_data``: 2 (1 ``compact``)."""
+        return 1 if self._compact else 2
+
     def elaborate(self, platform):
         m = Module()
         depth = self._depth
         abits = data_addr_bits(depth)
-        # Never read where it is written in the same cycle: no bypass logic.
-        m.submodules.mem = mem = Memory(shape=payload_beat(self._params), depth=depth, init=[],
-                                        attrs=NO_RW_CHECK)
-        wr = mem.write_port()
+        L = self._params.lanes
         written = Signal(abits + 1)      # beats written (mod 2 depth)
         head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
         held = Signal(abits + 1)
-        w_data = Signal(payload_beat(self._params))
         w_en = Signal()
         if self._compact:
+            # Never read where it is written in the same cycle: no bypass logic.
+            m.submodules.mem = mem = Memory(shape=payload_beat(self._params), depth=depth,
+                                            init=[], attrs=NO_RW_CHECK)
+            wr = mem.write_port()
             room = Signal()              # registered: a beat written now still fits
             write = self.w.valid & room
-            m.d.comb += [w_data.eq(self.w.payload), w_en.eq(write), self.w.ready.eq(room)]
+            m.d.comb += [w_en.eq(write), self.w.ready.eq(room),
+                         wr.addr.eq(written[:abits]), wr.data.eq(self.w.payload),
+                         wr.en.eq(write)]
             m.d.sync += room.eq(held < depth - 1)
             with m.If(write):
                 m.d.sync += written.eq(written + 1)
             m.d.comb += self.empty.eq(held == 0)
+            m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         else:
             # The beat accepted is registered, and written (and counted in
             # ``written``) a cycle later: only registers drive the RAM's
@@ -122,22 +132,35 @@ class PayloadBuffer(CheckedComponent):
             room = Signal(name="room", attrs=KEEP)
             room_w = Signal(name="room_w", attrs=KEEP)
             m.d.sync += [room.eq(held < depth - 2), room_w.eq(held < depth - 2)]
-            m.d.sync += [w_data.eq(self.w.payload), w_en.eq(self.w.valid & room_w)]
+            accept = self.w.valid & room_w
+            m.d.sync += w_en.eq(accept)
             m.d.comb += self.w.ready.eq(room)
             with m.If(w_en):
                 m.d.sync += written.eq(written + 1)
             m.d.comb += self.empty.eq((held == 0) & ~w_en)
-        m.d.comb += [
-            wr.addr.eq(written[:abits]),
-            wr.data.eq(w_data),
-            wr.en.eq(w_en),
-            self.head.eq(head[:abits]),
-        ]
+            # One RAM per lane's element, each with its own (kept) write
+            # enable, write pointer and read address registers, so that no
+            # register fans out to every block of the buffer.
+            for i in range(L):
+                mem = Memory(shape=32, depth=depth, init=[], attrs=NO_RW_CHECK)
+                m.submodules[f"mem{i}"] = mem
+                wr = mem.write_port()
+                en_i = Signal(name=f"w_en{i}", attrs=KEEP)
+                ptr_i = Signal(abits, name=f"w_ptr{i}", attrs=KEEP)
+                data_i = Signal(32, name=f"w_data{i}")
+                addr_i = Signal(abits, name=f"rd_addr{i}", attrs=KEEP)
+                m.d.sync += [en_i.eq(accept), data_i.eq(self.w.payload[i]),
+                             addr_i.eq(self.rd_addr)]
+                with m.If(en_i):
+                    m.d.sync += ptr_i.eq(ptr_i + 1)
+                m.d.comb += [wr.addr.eq(ptr_i), wr.data.eq(data_i), wr.en.eq(en_i)]
+                m.d.comb += self.rd_data[i].eq(registered_read(m, mem, addr_i,
+                                                               name=f"rd_data{i}"))
+        m.d.comb += self.head.eq(head[:abits])
         dropped = self.take & self.drop
         m.d.sync += head.eq(Mux(self.take, head + self.claim, head))
         # ``held`` (beats written and not freed) is a register of its own,
         # so that the room compares a register with a constant
         held_kept = held + w_en - self.release
         m.d.sync += held.eq(Mux(dropped, held_kept - self.claim, held_kept))
-        m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         return m

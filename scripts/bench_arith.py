@@ -75,6 +75,11 @@ def configs():
     for stages in range(1, FPAdd.MAX_STAGES + 1):
         out.append((f"bf16_add_s{stages}", "bf16 adder", stages,
                     lambda s=stages: FPAdd(BF16, stages=s)))
+    # the lanes' form (hdl/lane.py, decoded): no output register of its own
+    # (here the harness's), the register spent on the alignment's split
+    for fmt, tag in ((FP32, "fp32"), (BF16, "bf16")):
+        out.append((f"{tag}_add_s5_open", f"{tag} adder, out_reg=False", 5,
+                    lambda f=fmt: FPAdd(f, stages=5, out_reg=False)))
     out.append(("lane_all_fp32acc_s5", "lane int32+fp32+bf16, sum/min/max, bf16 acc fp32", 5,
                 lambda: Lane(stages=5)))
     out.append(("lane_all_bf16acc_s5", "lane int32+fp32+bf16, sum/min/max, bf16 acc bf16", 5,

@@ -26,6 +26,9 @@ CONFIGS = {
     "l3k12-fp": (dict(lanes=3, elements=12, workers=4, slots=6, jobs=3, dtypes=("fp32", "bf16")),
                  [dict(id=0, workers=4, slot_base=0, slots=2),
                   dict(id=2, workers=1, slot_base=2, slots=4)]),
+    # K/L = 3, not a power of two: the issue queue keeps accumulator addresses
+    "l2k6-b3": (dict(lanes=2, elements=6, workers=3, slots=5, jobs=1),
+                [dict(id=0, workers=3, slot_base=0, slots=5)]),
     "l8k16-int": (dict(lanes=8, elements=16, workers=5, slots=4, jobs=1, dtypes=("int32",),
                        ops=("sum", "max")),
                   [dict(id=0, workers=5, slot_base=0, slots=4)]),

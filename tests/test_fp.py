@@ -102,19 +102,21 @@ def test_add_specials(fmt, table):
     check_add(fmt, a, b, run_adder(dut, a, b))
 
 
+@pytest.mark.parametrize("out_reg", [True, False], ids=["out_reg", "open"])
 @pytest.mark.parametrize("stages", range(FPAdd.MAX_STAGES + 1))
 @pytest.mark.parametrize("fmt", [FP32, BF16], ids=["fp32", "bf16"])
-def test_add_random(fmt, stages):
+def test_add_random(fmt, stages, out_reg):
     rng = np.random.default_rng(stages * 2 + (fmt is BF16))
     n = 1500 if stages >= 3 else (300 if stages else 60)  # shallow pipelines simulate slowly
     a, b = rand_pairs(rng, n, fmt)
-    dut = FPAdd(fmt, stages=stages)
+    dut = FPAdd(fmt, stages=stages, out_reg=out_reg)
     assert dut.latency == stages
     check_add(fmt, a, b, run_adder(dut, a, b, holds=0.3 if stages else 0.0, seed=stages))
 
 
+@pytest.mark.parametrize("out_reg", [True, False], ids=["out_reg", "open"])
 @pytest.mark.parametrize("fmt", [FP32, BF16], ids=["fp32", "bf16"])
-def test_add_subnormal_beside_normal(fmt):
+def test_add_subnormal_beside_normal(fmt, out_reg):
     """A subnormal (or zero) operand beside a normal one of every small
     exponent: every alignment distance up to past saturation, both orders,
     both signs (the subnormal's alignment is one less than the raw exponent
@@ -128,7 +130,38 @@ def test_add_subnormal_beside_normal(fmt):
     y = sign[1] | frac[1]                                 # exponent 0
     swap = rng.random(n) < 0.5
     a, b = np.where(swap, y, x).astype(U32), np.where(swap, x, y).astype(U32)
-    check_add(fmt, a, b, run_adder(FPAdd(fmt, stages=5), a, b, holds=0.2))
+    check_add(fmt, a, b, run_adder(FPAdd(fmt, stages=5, out_reg=out_reg), a, b, holds=0.2))
+
+
+@pytest.mark.parametrize("out_reg", [True, False], ids=["out_reg", "open"])
+@pytest.mark.parametrize("fmt", [FP32, BF16], ids=["fp32", "bf16"])
+def test_add_rounding_overflow(fmt, out_reg):
+    """Sums at the top of the range: both operands within a few units in
+    the last place of the largest finite value or a few binades below it,
+    either sign, so that the far path's carry and top-bit cases round to
+    infinity, tie or stay finite (the overflow flag formed before or after
+    the rounding step, ``out_reg``)."""
+    rng = np.random.default_rng(11)
+    F, w, n = fmt.frac_bits, fmt.width, 3000
+    # a: the largest finite value or a binade below it (whose sum with a
+    # value of its binade carries into the top one), a few ulps less
+    e_a = np.where(rng.random(n) < 0.5, fmt.exp_max - 1, fmt.exp_max - 2).astype(np.uint64)
+    a = (e_a << np.uint64(F)) + np.uint64((1 << F) - 1) - rng.integers(0, 4, n).astype(np.uint64)
+    e_b = np.minimum(rng.integers(fmt.exp_max - F - 4, fmt.exp_max, n).astype(np.uint64),
+                     e_a)
+    frac_b = np.where(rng.random(n) < 0.5, 0, rng.integers(0, 1 << F, n)).astype(np.uint64)
+    b = (e_b << np.uint64(F)) | frac_b
+    # or (with a) a few ulps below a: the carry case with the guard bit clear
+    b = np.where(rng.random(n) < 0.2, a - rng.integers(0, 4, n).astype(np.uint64), b)
+    signs = rng.integers(0, 4, n).astype(np.uint64)
+    a |= (signs & np.uint64(1)) << np.uint64(w - 1)
+    b |= (signs & np.uint64(1)) << np.uint64(w - 1)    # mostly the same sign
+    b ^= ((signs == 3).astype(np.uint64)) << np.uint64(w - 1)
+    a, b = a.astype(U32), b.astype(U32)
+    _, _, eo = arith.combine(DType.FP32 if fmt is FP32 else DType.BF16, Op.SUM, a, b,
+                             "fp32" if fmt is FP32 else "bf16")
+    assert 100 < eo.sum() < n - 100
+    check_add(fmt, a, b, run_adder(FPAdd(fmt, stages=5, out_reg=out_reg), a, b))
 
 
 def test_rand_pairs_cover_hard_cases():
@@ -143,7 +176,7 @@ def test_rand_pairs_cover_hard_cases():
 
 
 @pytest.mark.parametrize("kwargs", [{"fmt": "fp32"}, {"stages": -1}, {"stages": 7},
-                                    {"stages": 1.5}])
+                                    {"stages": 1.5}, {"out_reg": 1}])
 def test_add_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         FPAdd(**kwargs)

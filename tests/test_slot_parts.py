@@ -55,6 +55,7 @@ def test_payload_buffer_model(depth, compact, request):
         head = 0                # first unclaimed beat
         room = 0                # the registered ready (low after reset)
         readable = [0, 0]       # beats accepted before the last cycle, before this one
+        reads = [None] * dut.read_latency    # the beats read, oldest first
         for _ in range(600):
             held = len(written) - freed
             # counted by the buffer: every beat written into the RAM (with
@@ -86,8 +87,9 @@ def test_payload_buffer_model(depth, compact, request):
             ctx.set(dut.drop, dropped or (not take and rng.random() < 0.3))
             ctx.set(dut.release, release)
             await ctx.tick()
-            if addr is not None:
-                assert [int(x) for x in ctx.get(dut.rd_data)] == written[addr]
+            reads = reads[1:] + [None if addr is None else written[addr]]
+            if reads[0] is not None:
+                assert [int(x) for x in ctx.get(dut.rd_data)] == reads[0]
             if valid and room:
                 written.append(beat)
             if take:
