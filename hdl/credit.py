@@ -3,7 +3,7 @@ still take."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
@@ -37,9 +37,11 @@ class ResultCredit(CheckedComponent):
 
     The credit register is updated every cycle with ``- beats`` (when
     ``take``) ``+ free``; ``ok`` follows it with the same register stage
-    (no extra cycle). Both outcomes are computed from ``beats`` and
-    ``free`` alone, and ``take`` selects between them: ``take`` is one
-    multiplexer away from the registers.
+    (no extra cycle). The register holds the credit less ``need``, so that
+    ``ok`` is the sign of its next value (no compare after the sums). Both
+    outcomes are computed from ``beats`` and ``free`` alone, and ``take``
+    selects between them: ``take`` is one multiplexer away from the
+    registers.
     """
 
     @staticmethod
@@ -63,11 +65,15 @@ class ResultCredit(CheckedComponent):
 
     def elaborate(self, platform):
         m = Module()
-        credit = Signal(range(self._capacity + 1), init=self._capacity)
+        cap, need = self._capacity, self._need
+        # The credit is kept less ``need`` (``surplus``, signed): ``ok`` is
+        # its next value's sign, with no compare after the sums.
+        width = (cap + 1).bit_length() + 1
+        surplus = Signal(signed(width), init=cap - need)
         returned = Mux(self.free.valid, self.free.payload, 0)
-        kept = Signal(range(self._capacity + 1))        # no claim this cycle
-        claimed = Signal(range(self._capacity + 1))     # ``beats`` claimed
-        m.d.comb += [kept.eq(credit + returned), claimed.eq(credit + returned - self.beats)]
-        m.d.sync += [credit.eq(Mux(self.take, claimed, kept)),
-                     self.ok.eq(Mux(self.take, claimed >= self._need, kept >= self._need))]
+        kept = Signal(signed(width))         # no claim this cycle
+        claimed = Signal(signed(width))      # ``beats`` claimed
+        m.d.comb += [kept.eq(surplus + returned), claimed.eq(surplus + returned - self.beats)]
+        m.d.sync += [surplus.eq(Mux(self.take, claimed, kept)),
+                     self.ok.eq(~Mux(self.take, claimed[-1], kept[-1]))]
         return m

@@ -4,7 +4,7 @@ function of its descriptor and its slot word (golden model:
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -54,7 +54,16 @@ class Decision(wiring.Component):
         The message as validated (``validator.descriptor``): its verdict so
         far (ACCEPT or a drop reason), header fields, job W, absolute slot.
     state : slot_state
-        The slot's word as stored: both copies (index ``ver``).
+        The slot's word as stored: both copies (index ``ver``). Only with
+        ``sources=1`` (the default).
+    states : array of ``sources`` slot_state
+    take : array of 2 (one per copy) of ``sources - 1`` bits
+        With ``sources > 1``: candidate words, and per copy which one holds
+        it: the first source whose ``take`` bit is set, else the last. Each
+        copy's terms are computed from every candidate and chosen after
+        (for a caller that forwards words: the selects are registers and
+        meet the terms one multiplexer before the stage register, not
+        before the compares).
     en : 1
         Only with ``latency=1``: the stage register samples ``desc`` and
         ``state`` at the edge.
@@ -92,15 +101,21 @@ class Decision(wiring.Component):
         ceil(round.count / L): the beats to combine or to resend.
     """
 
-    def __init__(self, params: Params, *, latency: int = 0):
+    def __init__(self, params: Params, *, latency: int = 0, sources: int = 1):
         if latency not in (0, 1):
             raise ValueError(f"latency must be 0 or 1, not {latency!r}")
+        if type(sources) is not int or not 1 <= sources <= 4:
+            raise ValueError(f"sources must be an int in 1..4, not {sources!r}")
         self._params = params
         self._latency = latency
+        self._sources = sources
         n_shape = slot_state(params).elem_shape["n"].shape
         ports = {
             "desc": In(descriptor(params)),
-            "state": In(slot_state(params)),
+            **({"state": In(slot_state(params))} if sources == 1 else {
+                "states": In(data.ArrayLayout(slot_state(params), sources)),
+                "take": In(data.ArrayLayout(unsigned(sources - 1), 2)),
+            }),
             "verdict": Out(layouts.Verdict),
             "mode": Out(Mode),
             "new_state": Out(slot_state(params)),
@@ -140,56 +155,94 @@ class Decision(wiring.Component):
         # outcome (the compares themselves, per field, ORed after the stage):
         # which copy, the bitmap, the count, the word after an ACCEPT, the
         # retransmission, both candidate beat counts (the round's metadata
-        # and beats are selected after it).
+        # and beats are selected after it). With several sources, each
+        # copy's terms are computed from every source's word and chosen by
+        # the copy's ``take`` bits after (only registers select).
         desc_in, hdr_in = self.desc, self.desc.meta
         ver_in = hdr_in.ver
-        copy_in, other_in = self.state[ver_in], self.state[~ver_in]
         worker_bit_in = Signal(p.workers)
         for i in range(p.workers):
             m.d.comb += worker_bit_in[i].eq(hdr_in.worker == i)
-        differs_in = Cat(hdr_in.dtype != copy_in.dtype, hdr_in.op != copy_in.op,
-                         hdr_in.count != copy_in.count,
-                         *(hdr_in.offset[k:k + 8] != copy_in.offset[k:k + 8]
-                           for k in range(0, 32, 8)))
-        fresh_in = ~copy_in.open
-        n_after_in = Signal(len(copy_in.n) + 1)
-        m.d.comb += n_after_in.eq(Mux(fresh_in, 1, copy_in.n + 1))
-        new_contributor_in = ~(copy_in.bits & worker_bit_in).any()
         desc_ok_in = desc_in.verdict == V.ACCEPT
-        retransmit_in = desc_ok_in & ~new_contributor_in & copy_in.done
         # (n_after == workers, without the increment on the word's path:
         # the message's ``workers - 1`` compared with the count)
         workers_m1 = Signal(signed(len(desc_in.workers) + 1))
         m.d.comb += workers_m1.eq(desc_in.workers - 1)
-        complete_in = Mux(fresh_in, desc_in.workers == 1, copy_in.n == workers_m1)
-        flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, retransmit_in)
+        copy_l = slot_state(p).elem_shape
+        n_bits = Shape.cast(copy_l["n"].shape).width
+        bbits = beat_count_bits(p)
 
+        def terms_of(copy, v):
+            """Copy ``v``'s terms from its word ``copy``: the flags, count and
+            compares it gives as the message's copy, and its word after an
+            ACCEPT (as the message's copy if ``ver`` is ``v``, else as the
+            other copy)."""
+            fresh = ~copy.open
+            n_after = Mux(fresh, 1, copy.n + 1)
+            new_contributor = ~(copy.bits & worker_bit_in).any()
+            retransmit = desc_ok_in & ~new_contributor & copy.done
+            complete = Mux(fresh, desc_in.workers == 1, copy.n == workers_m1)
+            differs = Cat(hdr_in.dtype != copy.dtype, hdr_in.op != copy.op,
+                          hdr_in.count != copy.count,
+                          *(hdr_in.offset[k:k + 8] != copy.offset[k:k + 8]
+                            for k in range(0, 32, 8)))
+            new = Signal(copy_l, name=f"new{v}_in")
+            mine = ver_in == v
+            m.d.comb += new.eq(copy)
+            with m.If(mine):
+                with m.If(fresh):
+                    m.d.comb += [new.bits.eq(worker_bit_in), new.dtype.eq(hdr_in.dtype),
+                                 new.op.eq(hdr_in.op), new.count.eq(hdr_in.count),
+                                 new.offset.eq(hdr_in.offset)]
+                with m.Else():
+                    m.d.comb += new.bits.eq(copy.bits | worker_bit_in)
+                m.d.comb += [new.n.eq(n_after), new.done.eq(complete), new.open.eq(~complete)]
+            with m.Elif(copy.done):
+                m.d.comb += new.bits.eq(copy.bits & ~worker_bit_in)
+            beats = Signal(bbits, name=f"beats{v}_in")
+            m.d.comb += beats.eq(beats_of(copy.count, p.lanes))
+            n_next = Signal(n_bits + 1, name=f"n{v}_after_in")
+            m.d.comb += n_next.eq(n_after)
+            return Cat(new_contributor, fresh, complete, retransmit, differs, n_next, beats,
+                       new.as_value())
+
+        def chosen(values, take):
+            """The first source whose ``take`` bit is set, else the last."""
+            out = values[-1]
+            for k in reversed(range(len(values) - 1)):
+                out = Mux(take[k], values[k], out)
+            return out
+
+        states = [self.state] if self._sources == 1 else list(self.states)
+        takes = [None, None] if self._sources == 1 else [self.take[v] for v in range(2)]
+        per_copy = []
+        words = []
+        for v in range(2):
+            values = [terms_of(st[v], v) for st in states]
+            per_copy.append(values[0] if self._sources == 1 else chosen(values, takes[v]))
+            words.append(states[0][v].as_value() if self._sources == 1
+                         else chosen([st[v].as_value() for st in states], takes[v]))
+        state_in = Signal(slot_state(p))
+        m.d.comb += state_in.eq(Cat(*words))
+        widths = [1, 1, 1, 1, 7, n_bits + 1, bbits, copy_l.size]
+        cur = Mux(ver_in, per_copy[1], per_copy[0])      # the message's copy's terms
+        fields, pos = [], 0
+        for w in widths:
+            fields.append(cur[pos:pos + w])
+            pos += w
+        new_contributor_in, fresh_in, complete_in, retransmit_in = fields[:4]
+        differs_in, n_after_in, beats_copy_in = fields[4:7]
+        flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, retransmit_in)
         new_in = Signal(slot_state(p))
-        m.d.comb += new_in.eq(self.state)
-        with m.If(other_in.done):
-            m.d.comb += new_in[~ver_in].bits.eq(other_in.bits & ~worker_bit_in)
-        with m.If(fresh_in):
-            m.d.comb += [
-                new_in[ver_in].bits.eq(worker_bit_in),
-                new_in[ver_in].dtype.eq(hdr_in.dtype),
-                new_in[ver_in].op.eq(hdr_in.op),
-                new_in[ver_in].count.eq(hdr_in.count),
-                new_in[ver_in].offset.eq(hdr_in.offset),
-            ]
-        with m.Else():
-            m.d.comb += new_in[ver_in].bits.eq(copy_in.bits | worker_bit_in)
-        m.d.comb += [new_in[ver_in].n.eq(n_after_in), new_in[ver_in].done.eq(complete_in),
-                     new_in[ver_in].open.eq(~complete_in)]
+        m.d.comb += new_in.eq(Cat(*(per_copy[v][pos - copy_l.size:pos] for v in range(2))))
 
         # both candidates' beat counts at once: the retransmission selects
         # after the stage register (as it selects the round's metadata)
-        beats_copy_in = Signal(beat_count_bits(p))
-        beats_hdr_in = Signal(beat_count_bits(p))
-        m.d.comb += [beats_copy_in.eq(beats_of(copy_in.count, p.lanes)),
-                     beats_hdr_in.eq(beats_of(hdr_in.count, p.lanes))]
+        beats_hdr_in = Signal(bbits)
+        m.d.comb += beats_hdr_in.eq(beats_of(hdr_in.count, p.lanes))
         beats_in = Cat(beats_copy_in, beats_hdr_in)
 
-        desc, state = stage(self.desc, "s_desc"), stage(self.state, "s_state")
+        desc, state = stage(self.desc, "s_desc"), stage(state_in, "s_state")
         new = stage(new_in, "s_new")
         meta_differs = stage(differs_in, "s_differs").any()
         flags = stage(flags_in, "s_flags")

@@ -146,6 +146,7 @@ def _rep(bit: Value, n: int) -> Value:
 
 
 # Cut points of the adder, after each of its steps:
+#   0a the exponent compares and subtractions, the operands classified;
 #   0 order operands by raw exponent (an E-bit compare drives the swap
 #     multiplexers), effective exponent difference, the near path's flip
 #     (equal exponents, |b| > |a|: a compare whose result is only
@@ -186,7 +187,7 @@ _ADD_CUTS_OPEN = {
     3: {0, 2, 3},
     4: {0, 1, 2, 3},
     5: {0, "1a", 1, 2, 3},
-    6: {0, "1a", 1, 2, 3, 4},
+    6: {"0a", 0, "1a", 1, 2, 3},
 }
 
 
@@ -229,8 +230,8 @@ class FPAdd(CheckedComponent):
     result (for ``stages >= 1``); ``out_reg=False``, for a caller that
     registers the result itself (after a choice of its own): the result is
     combinational after the last register, the rounding step, and the
-    register it saves splits the alignment step instead (depth 5 and 6),
-    with the same latency.
+    register it saves splits the alignment step instead (depth 5; depth 6
+    splits the first step too), with the same latency.
     """
 
     MAX_STAGES = max(_ADD_CUTS)
@@ -293,19 +294,32 @@ class FPAdd(CheckedComponent):
         # The far path adds or subtracts in that order; the near path's
         # order for equal exponents (|y| > |x|, "flip") is computed here in
         # parallel and used after the cut.
-        a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
-        a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
-        eff_sub = a.sign ^ b.sign
+        # Two halves around cut point "0a": (0a) the compares, the exponent
+        # subtractions and the classification; (0b) the multiplexers they
+        # drive.
+        a_emax, b_emax = a.exp == fmt.exp_max, b.exp == fmt.exp_max
         a_sub, b_sub = a.exp == 0, b.exp == 0          # subnormal or zero
+        w = pipe.cut("0a", {
+            "a": a.as_value(), "b": b.as_value(),
+            "a_fnz": a.frac != 0, "b_fnz": b.frac != 0,
+            "a_emax": a_emax, "b_emax": b_emax, "a_sub": a_sub, "b_sub": b_sub,
+            "swap": (a.exp - b.exp)[E],                 # raw borrow: b.exp > a.exp
+            "d_ab": (a.exp - b.exp)[:E], "d_ba": (b.exp - a.exp)[:E],
+            **({} if self._raw_d else {"am1": (a.exp - 1)[:E], "bm1": (b.exp - 1)[:E]}),
+            "flip": (a.exp == b.exp) & (b.frac > a.frac),
+        })
+        a, b = fmt.layout(w["a"]), fmt.layout(w["b"])
+        a_emax, b_emax, a_sub, b_sub = w["a_emax"], w["b_emax"], w["a_sub"], w["b_sub"]
+        swap, flip = w["swap"], w["flip"]
+        a_nan, b_nan = a_emax & w["a_fnz"], b_emax & w["b_fnz"]
+        a_inf, b_inf = a_emax & ~w["a_fnz"], b_emax & ~w["b_fnz"]
+        eff_sub = a.sign ^ b.sign
         ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
         eb = Cat(b.exp[0] | b_sub, b.exp[1:])
-        swap = (a.exp - b.exp)[E]                       # raw borrow: b.exp > a.exp
         # d = ex - ey >= 0 (effective exponents); a is y only when
         # b.exp > a.exp (so b is normal)
-        a_emax, b_emax = a.exp == fmt.exp_max, b.exp == fmt.exp_max
         mx = Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub))
         my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
-        flip = (a.exp == b.exp) & (b.frac > a.frac)
         if self._raw_d:
             # bf16: d is the raw distance (the subtractions and the swap
             # multiplexer only); a subnormal y beside a normal x (one_sub:
@@ -316,7 +330,7 @@ class FPAdd(CheckedComponent):
             cut0 = {
                 "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
                 "ex": Mux(swap, eb, ea),
-                "d": Mux(swap, (b.exp - a.exp)[:E], (a.exp - b.exp)[:E]),
+                "d": Mux(swap, w["d_ba"], w["d_ab"]),
                 "flip": flip, "sub": eff_sub,
                 "sign": Mux(swap, b.sign, a.sign),
                 "nan": a_nan | b_nan | (a_emax & b_emax & eff_sub),
@@ -326,10 +340,10 @@ class FPAdd(CheckedComponent):
         else:
             # (the two forms are equivalent; each is the one that maps
             # smaller and faster for its width, docs/arithmetic.md)
-            am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
-            bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
-            d_ab = Mux(b_sub, am1, (a.exp - b.exp)[:E])
-            d_ba = Mux(a_sub, bm1, (b.exp - a.exp)[:E])
+            am1 = Mux(a_sub, 0, w["am1"])                 # effective exponent - 1
+            bm1 = Mux(b_sub, 0, w["bm1"])
+            d_ab = Mux(b_sub, am1, w["d_ab"])
+            d_ba = Mux(a_sub, bm1, w["d_ba"])
             cut0 = {
                 "mx": mx, "my": my,
                 "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),

@@ -141,11 +141,16 @@ class IssueQueue(CheckedComponent):
     ahead from the entries' next values, as are the order constraints
     between entries and the room; the entry registers take the issuing
     entry's advanced copy through one multiplexer after the choice and one
-    after the placement. The hazards compare beat indices only (a few bits): which
-    entries are of one accumulator copy, and which of the combine beats
-    issued in the last ``spacing`` - 2 cycles are of each entry's copy,
-    are registered bits kept per place, set as a request joins (its copy
-    compared once with the entries' and the recorded beats'). The
+    after the placement. The next "may issue" is formed for the two cases
+    of each entry (it issues now, or not), each from registers but for
+    one choice term ("an entry it follows issues its last beat now", one
+    LUT from a registered "may issue its last beat"). The hazards compare
+    beat indices only (a few bits): which entries are of one accumulator
+    copy, and which of the combine beats issued in the last ``spacing`` - 2
+    cycles are of each entry's copy, are registered bits kept per place,
+    set as a request joins (its copy compared once with the entries' and
+    the recorded beats'). Which entry arrived just before which (the
+    payload buffer's beats handed on as entries leave) is registered. The
     request's own first beat is checked against the loop's record of
     addresses.
     """
@@ -265,8 +270,6 @@ class IssueQueue(CheckedComponent):
                   for i in range(N) for j in range(N) if j != i}
                  for c in ("c", "d", "i")]
 
-        def may_issue(waits_, done_, hazard_, follows_):
-            return waits_ & ~done_ & ~hazard_ & ~follows_
         # A retransmission waits alone in place 0 (it is pushed to an empty
         # queue; entries pushed after it follow it), with nothing issuing,
         # so the loop seen a cycle ago (registered) bounds the one now.
@@ -350,11 +353,9 @@ class IssueQueue(CheckedComponent):
         m.d.sync += self.released.eq(_one_hot_mux(
             [leaving[i] & oldest[i] for i in range(N)], [e.frees for e in q],
             len(self.released)))
-        # just_before[i][j]: entry j arrived just before entry i
-        just_before = [[Const(0) if j == i else
-                        q[j].valid & older(j, i) & ~Cat(*(q[k].valid & older(j, k) & older(k, i)
-                                                          for k in range(N)
-                                                          if k not in (i, j))).any()
+        # just_before[i][j]: entry j arrived just before entry i (registered,
+        # computed in the cycle before from the next valid bits and order)
+        just_before = [[Const(0) if j == i else Signal(name=f"entry{j}_just_before{i}")
                         for j in range(N)] for i in range(N)]
         handed = [_one_hot_mux([leaving[i] & just_before[i][j] for i in range(N)],
                                [e.frees for e in q], len(q[0].frees))
@@ -481,8 +482,15 @@ class IssueQueue(CheckedComponent):
                 nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
                 nxt_q[x].frees.eq(Mux(placed[x], incoming.frees, q[x].frees + handed[x])),
             ]
-        done_next = [Mux(placed[x], incoming.done, Mux(go[x], bumped[x].done, q[x].done))
-                     for x in range(N)]
+        # "done" next cycle unless the entry issues now (a request pushed is
+        # not done)
+        done0 = [Mux(placed[x], 0, q[x].done) for x in range(N)]
+        # Registered beside "may issue": it may issue, and its beat is its
+        # last (so that "it issues its last beat now" is one LUT of the
+        # choice's inputs).
+        can_last = [Signal(name=f"entry{x}_can_last") for x in range(N)]
+        last_go = [can_last[x] & ~Cat(*(ahead[0][j, x] for j in range(N) if j != x)).any()
+                   for x in range(N)]
         same_next = {}
         for x in range(N):
             same_next[x, x] = Const(1)
@@ -525,20 +533,38 @@ class IssueQueue(CheckedComponent):
                 m.d.sync += r_hit[a][x].eq(Mux(placed[x], inc_rec[a - 1], r_hit[a - 1][x]))
             stays_next = Mux(placed[x], h_req, h_stay[x])
             m.d.sync += issued_last[x].eq(go[x])
-            # (the entries' next "done" from the control copy of the
-            # choice; valid and rtx do not depend on it)
-            follows_next = Cat(*(nxt_after[x, j] & nxt_valid[j] & ~done_next[j]
+            # The next "may issue" in two cases, each from registers but for
+            # the one choice term it needs. The entry issues now: it
+            # followed no entry with beats left (else it could not issue),
+            # and follows none next cycle; it may issue again unless this
+            # beat is its last or its next beat has a hazard. It does not
+            # issue: as it is (or as placed), except that an entry it
+            # follows that issues its last beat now (``last_go``, from the
+            # control copy of the choice) is done next cycle.
+            may_self = ~q[x].rtx & ~q[x].on_last & ~h_issue[x]
+            may_stay = nxt_valid[x] & ~nxt_q[x].rtx & ~done0[x] & ~stays_next
+            follows_next = Cat(*(nxt_after[x, j] & nxt_valid[j] & ~done0[j] & ~last_go[j]
                                  for j in range(N) if j != x)).any()
-            m.d.comb += may_next[x].eq(may_issue(nxt_valid[x] & ~nxt_q[x].rtx, done_next[x],
-                                                 Mux(go[x], h_issue[x], stays_next),
-                                                 follows_next))
+            m.d.comb += may_next[x].eq(Mux(go[x], may_self, may_stay & ~follows_next))
             m.d.sync += [can[x].eq(may_next[x]), can_d[x].eq(may_next[x]),
                          can_i[x].eq(may_next[x])]
+            on_last_next = Mux(placed[x], incoming.on_last,
+                               Mux(go[x], bumped[x].on_last, q[x].on_last))
+            m.d.sync += can_last[x].eq(may_next[x] & on_last_next)
             m.d.sync += q[x].eq(nxt_q[x])
             for j in range(N):
                 if j != x:
                     m.d.sync += after[x, j].eq(nxt_after[x, j])
         m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
+        def older_n(j, k):
+            return older_next[j, k] if j < k else ~older_next[k, j]
+        for i in range(N):
+            for j in range(N):
+                if j != i:
+                    m.d.sync += just_before[i][j].eq(
+                        nxt_valid[j] & older_n(j, i)
+                        & ~Cat(*(nxt_valid[k] & older_n(j, k) & older_n(k, i)
+                                 for k in range(N) if k not in (i, j))).any())
         for (j, i) in ahead[0]:
             o = older_next[j, i] if j < i else ~older_next[i, j]
             for copy in ahead:

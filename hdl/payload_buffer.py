@@ -58,12 +58,16 @@ class PayloadBuffer(CheckedComponent):
         The message at the head is claimed this cycle: ``head`` moves past
         its ``claim`` beats on the next cycle.
     drop : In(1)
-        With ``take``: the claimed message's beats are freed this cycle as
-        well, after ``release`` (its payload is not needed). Both outcomes
-        of ``take`` and ``drop`` are computed from the other ports, which
-        they only select: they may arrive late in the cycle.
+        With ``take``: the claimed message's beats are freed as well, after
+        ``release`` (its payload is not needed): counted out this cycle
+        with ``compact=True``, else in the next cycle (``take`` and
+        ``drop`` then only load a register: they may arrive late in the
+        cycle; in the compact form both outcomes are computed from the
+        other ports, which they only select).
     empty : Out(1)
-        Combinational: no beat is held (accepted and not yet released).
+        Combinational: no beat is held (accepted and not yet released; a
+        dropped message's beats until the cycle after the drop unless
+        ``compact``).
     """
 
     @staticmethod
@@ -161,6 +165,13 @@ class PayloadBuffer(CheckedComponent):
         m.d.sync += head.eq(Mux(self.take, head + self.claim, head))
         # ``held`` (beats written and not freed) is a register of its own,
         # so that the room compares a register with a constant
-        held_kept = held + w_en - self.release
-        m.d.sync += held.eq(Mux(dropped, held_kept - self.claim, held_kept))
+        if self._compact:
+            held_kept = held + w_en - self.release
+            m.d.sync += held.eq(Mux(dropped, held_kept - self.claim, held_kept))
+        else:
+            # a dropped message's beats are counted out a cycle later
+            # (registered, ``drop_d``): the count's sums are of registers
+            drop_d = Signal.like(self.claim, name="drop_d")
+            m.d.sync += [drop_d.eq(Mux(dropped, self.claim, 0)),
+                         held.eq(held + w_en - self.release - drop_d)]
         return m

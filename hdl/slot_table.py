@@ -11,7 +11,7 @@ function of a message and its slot word), :class:`~netagg.hdl.issue_queue.IssueQ
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -165,7 +165,8 @@ class SlotTable(CheckedComponent):
         m.submodules.payload = payload = PayloadBuffer(p, depth=self._data_beats,
                                                        compact=self._acc_ram == "compact")
         compact = self._acc_ram == "compact"
-        m.submodules.decision = decision = Decision(p, latency=0 if compact else 1)
+        m.submodules.decision = decision = Decision(p, latency=0 if compact else 1,
+                                                    sources=1 if compact else 3)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
@@ -232,7 +233,7 @@ class SlotTable(CheckedComponent):
         ]
         terms = Signal(terms_l)         # the deciding message's terms
         decide = Signal()
-        a_valid, b_valid = Signal(), Signal()
+        a_valid, b_valid = Signal(name="a_valid"), Signal(name="b_valid")
         a_desc, b_desc = (Signal(desc_l, name=f"{n}_desc") for n in "ab")
         if compact:
             m.d.comb += decision.desc.eq(b_desc)
@@ -275,7 +276,7 @@ class SlotTable(CheckedComponent):
             rptr, wptr = Signal(name="c_rptr"), Signal(name="c_wptr")
             c_room = Signal(init=1)
             b1_valid, b1_desc = Signal(), Signal(desc_l, name="b1_desc")
-            a_same_b1, a_same_b2 = Signal(), Signal()
+            a_same_b1, a_same_b2 = Signal(name="a_same_b1"), Signal(name="a_same_b2")
             b_moves = b_valid & c_room                       # B2 into C
             b1_moves = b1_valid & (~b_valid | c_room)        # B1 into B2
             b1_free = ~b1_valid | ~b_valid | c_room
@@ -393,15 +394,16 @@ class SlotTable(CheckedComponent):
             c_last = Signal(state_l, name="c_last_state")
             with m.If(a_moves | b_moves):
                 m.d.sync += c_last.eq(decision.state_after)
-            forwarded = Signal(state_l)
+            # (the decision computes each copy's terms from all three words
+            # and chooses after: ``take``, registers)
+            m.d.comb += [decision.states[0].eq(c_last), decision.states[1].eq(b1_fwd),
+                         decision.states[2].eq(b1_ram)]
             for v in range(2):
                 from_b2 = Signal(name=f"b1_from_b2_{v}", attrs=KEEP)
                 from_c = Signal(name=f"b1_from_c_{v}", attrs=KEEP)
                 with m.If(a_moves):
                     m.d.sync += [from_b2.eq(a_same_b2), from_c.eq(hit_last | hit_older)]
-                m.d.comb += forwarded[v].eq(Mux(from_b2, c_last[v],
-                                                Mux(from_c, b1_fwd[v], b1_ram[v])))
-            m.d.comb += decision.state.eq(forwarded)
+                m.d.comb += decision.take[v].eq(Cat(from_b2, from_c))
             pipeline_busy = a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
 
         # ---------------- the decision ----------------

@@ -95,16 +95,36 @@ def _messages(rng: random.Random, params: Params, jobs: JobTable, sw: Switch, n:
             planned.pop((job.id, slot, ver), None)
 
 
-@pytest.mark.parametrize("latency", [0, 1])
+def _set_state(ctx, dut, rng, words):
+    """The slot word on the decision's input: ``state``, or with several
+    sources, each copy in a random source (``take`` pointing at it) and
+    random words in the others."""
+    if not hasattr(dut, "states"):
+        ctx.set(dut.state, words)
+        return
+    n = len(dut.states)
+    width = len(dut.states[0].as_value())
+    for k in range(n):
+        ctx.set(dut.states[k].as_value(), rng.getrandbits(width))
+    for v in range(2):
+        k = rng.randrange(n)
+        ctx.set(dut.states[k][v], words[v])
+        # take: the first set bit chooses; none set, the last source
+        bits = (1 << k) | (rng.getrandbits(n - 1) & ~((1 << (k + 1)) - 1)) if k < n - 1 \
+            else 0
+        ctx.set(dut.take[v], bits & ((1 << (n - 1)) - 1))
+
+
+@pytest.mark.parametrize("latency,sources", [(0, 1), (1, 1), (1, 3)])
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decision_matches_golden_model(name, latency, request):
+def test_decision_matches_golden_model(name, latency, sources, request):
     seed = seed_of(request)
     pd, jd = CONFIGS[name]
     params = Params(**pd)
     jobs = JobTable([Job(enabled=True, **j) for j in jd], params)
     rng = random.Random(seed)
     sw = Switch(params, jobs)
-    dut = Decision(params, latency=latency)
+    dut = Decision(params, latency=latency, sources=sources)
     L = params.lanes
     seen = {"verdicts": set(), "checked": 0}
 
@@ -119,7 +139,7 @@ def test_decision_matches_golden_model(name, latency, request):
             before = [sw.copy_state(job.id, h.slot, v) for v in (0, 1)]
             # Now and then the validator has dropped the message already.
             dropped = rng.choice(DROPS) if rng.random() < 0.1 else None
-            ctx.set(dut.state, [_copy_value(s) for s in before])
+            _set_state(ctx, dut, rng, [_copy_value(s) for s in before])
             ctx.set(dut.desc, {
                 "verdict": Verdict.ACCEPT if dropped is None else dropped,
                 "meta": {"ver": h.ver, "job": h.job, "slot": h.slot, "worker": h.worker,
@@ -132,7 +152,8 @@ def test_decision_matches_golden_model(name, latency, request):
                 ctx.set(dut.en, 1)
                 await ctx.tick()
                 ctx.set(dut.en, 0)
-                ctx.set(dut.state, [_copy_value(sw.copy_state(*other_slot, v)) for v in (0, 1)])
+                _set_state(ctx, dut, rng,
+                           [_copy_value(sw.copy_state(*other_slot, v)) for v in (0, 1)])
                 ctx.set(dut.desc.meta.worker, rng.randrange(params.workers))
                 ctx.set(dut.desc.meta.ver, rng.randrange(2))
                 ctx.set(dut.desc.verdict, rng.choice(list(Verdict)))
