@@ -9,6 +9,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.slot_layouts import Mode, beat_count_bits, round_meta, slot_state
 from netagg.hdl.validator import descriptor
 from netagg.params import Params
@@ -32,6 +33,16 @@ def beats_of(count, lanes: int):
     exact = [above[k] & ~above[k + 1] for k in range(n)]
     return Cat(*(Cat(*(exact[k] for k in range(n) if (k + 1) >> j & 1)).any()
                  for j in range(n.bit_length())))
+
+
+def desc_terms(params: Params) -> data.StructLayout:
+    """Terms of a descriptor alone that the decision uses (for a caller that
+    registers them with the descriptor: :meth:`Decision.desc_terms_of`)."""
+    return data.StructLayout({
+        "worker_bit": unsigned(params.workers),     # one-hot of meta.worker
+        "workers_m1": signed(9),                    # workers - 1
+        "workers_is1": unsigned(1),                 # workers == 1
+    })
 
 
 class Decision(wiring.Component):
@@ -64,6 +75,10 @@ class Decision(wiring.Component):
         (for a caller that forwards words: the selects are registers and
         meet the terms one multiplexer before the stage register, not
         before the compares).
+    pre : desc_terms
+        With ``sources > 1``: :meth:`desc_terms_of` of ``desc``, which the
+        caller registers with it (no decoder or subtraction before the
+        compares).
     en : 1
         Only with ``latency=1``: the stage register samples ``desc`` and
         ``state`` at the edge.
@@ -85,6 +100,9 @@ class Decision(wiring.Component):
     state_after : slot_state
         The slot word after the message, whatever its verdict: ``new_state``
         for ACCEPT, else ``state`` unchanged.
+    state_after_dup : array of ``copies - 1`` slot_state
+        With ``copies > 1`` (``latency=1``): ``state_after`` again, each
+        from kept copies of the stage's registers, one per further consumer.
     first : 1
         The contribution opens a round (the copy was empty or done).
     completes : 1
@@ -101,25 +119,32 @@ class Decision(wiring.Component):
         ceil(round.count / L): the beats to combine or to resend.
     """
 
-    def __init__(self, params: Params, *, latency: int = 0, sources: int = 1):
+    def __init__(self, params: Params, *, latency: int = 0, sources: int = 1, copies: int = 1):
         if latency not in (0, 1):
             raise ValueError(f"latency must be 0 or 1, not {latency!r}")
         if type(sources) is not int or not 1 <= sources <= 4:
             raise ValueError(f"sources must be an int in 1..4, not {sources!r}")
+        if type(copies) is not int or not 1 <= copies <= 4 or (copies > 1 and not latency):
+            raise ValueError(f"copies must be an int in 1..4 (1 unless latency=1), "
+                             f"not {copies!r}")
         self._params = params
         self._latency = latency
         self._sources = sources
+        self._copies = copies
         n_shape = slot_state(params).elem_shape["n"].shape
         ports = {
             "desc": In(descriptor(params)),
             **({"state": In(slot_state(params))} if sources == 1 else {
                 "states": In(data.ArrayLayout(slot_state(params), sources)),
                 "take": In(data.ArrayLayout(unsigned(sources - 1), 2)),
+                "pre": In(desc_terms(params)),
             }),
             "verdict": Out(layouts.Verdict),
             "mode": Out(Mode),
             "new_state": Out(slot_state(params)),
             "state_after": Out(slot_state(params)),
+            **({"state_after_dup": Out(data.ArrayLayout(slot_state(params), copies - 1))}
+               if copies > 1 else {}),
             "first": Out(1),
             "completes": Out(1),
             "needs_result": Out(1),
@@ -135,18 +160,26 @@ class Decision(wiring.Component):
     def latency(self) -> int:
         return self._latency
 
+    @staticmethod
+    def desc_terms_of(params: Params, desc) -> dict:
+        """The :func:`desc_terms` of descriptor ``desc`` (a value), as a dict
+        of field to value."""
+        return {"worker_bit": Cat(*(desc.meta.worker == i for i in range(params.workers))),
+                "workers_m1": desc.workers - 1,
+                "workers_is1": desc.workers == 1}
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
         V = layouts.Verdict
 
-        def stage(value, name):
+        def stage(value, name, attrs=None):
             """``value`` after the stage register (itself with latency 0)."""
             if not self._latency:
                 return value
-            reg = Signal.like(value, name=name, reset_less=True) \
+            reg = Signal.like(value, name=name, reset_less=True, attrs=attrs) \
                 if isinstance(value, (Signal, data.View)) \
-                else Signal(len(value), name=name, reset_less=True)
+                else Signal(len(value), name=name, reset_less=True, attrs=attrs)
             with m.If(self.en):
                 m.d.sync += reg.eq(value)
             return reg
@@ -160,14 +193,17 @@ class Decision(wiring.Component):
         # the copy's ``take`` bits after (only registers select).
         desc_in, hdr_in = self.desc, self.desc.meta
         ver_in = hdr_in.ver
-        worker_bit_in = Signal(p.workers)
-        for i in range(p.workers):
-            m.d.comb += worker_bit_in[i].eq(hdr_in.worker == i)
         desc_ok_in = desc_in.verdict == V.ACCEPT
         # (n_after == workers, without the increment on the word's path:
-        # the message's ``workers - 1`` compared with the count)
-        workers_m1 = Signal(signed(len(desc_in.workers) + 1))
-        m.d.comb += workers_m1.eq(desc_in.workers - 1)
+        # the message's ``workers - 1`` compared with the count; with
+        # several sources the caller gives these registered, ``pre``)
+        if self._sources == 1:
+            pre = Signal(desc_terms(p))
+            m.d.comb += [getattr(pre, k).eq(v)
+                         for k, v in self.desc_terms_of(p, desc_in).items()]
+        else:
+            pre = self.pre
+        worker_bit_in, workers_m1 = pre.worker_bit, pre.workers_m1
         copy_l = slot_state(p).elem_shape
         n_bits = Shape.cast(copy_l["n"].shape).width
         bbits = beat_count_bits(p)
@@ -181,7 +217,7 @@ class Decision(wiring.Component):
             n_after = Mux(fresh, 1, copy.n + 1)
             new_contributor = ~(copy.bits & worker_bit_in).any()
             retransmit = desc_ok_in & ~new_contributor & copy.done
-            complete = Mux(fresh, desc_in.workers == 1, copy.n == workers_m1)
+            complete = Mux(fresh, pre.workers_is1, copy.n == workers_m1)
             differs = Cat(hdr_in.dtype != copy.dtype, hdr_in.op != copy.op,
                           hdr_in.count != copy.count,
                           *(hdr_in.offset[k:k + 8] != copy.offset[k:k + 8]
@@ -283,4 +319,12 @@ class Decision(wiring.Component):
             self.new_state.eq(new),
             self.state_after.eq(Mux(accepted, new, state)),
         ]
+        # the word after the message for each further consumer, from kept
+        # copies of the stage's flags and compares of its own (the choice
+        # of ~70 bits per consumer is not one net)
+        for c in range(self._copies - 1):
+            fl = stage(flags_in, f"s_flags_dup{c}", KEEP)
+            md = stage(differs_in, f"s_differs_dup{c}", KEEP).any()
+            acc_c = fl[3] & fl[0] & (fl[1] | ~md)
+            m.d.comb += self.state_after_dup[c].eq(Mux(acc_c, new, state))
         return m

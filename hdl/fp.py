@@ -282,6 +282,252 @@ class FPAdd(CheckedComponent):
         E, F, p = fmt.exp_bits, fmt.frac_bits, fmt.precision
         cuts = (_ADD_CUTS if self._out_reg else _ADD_CUTS_OPEN)[self._stages]
         pipe = _Pipe(m, self.en, cuts, "add")
+
+        # steps 0 to 2: as measured for the adder alone (issue 12, target 3),
+        # or with the split cut points of the open form
+        v = self._front(m, pipe) if self._out_reg else self._front_split(m, pipe)
+        # -- step 3: normalise both paths, select ---------------------------
+        # Both paths give (mant, guard, sticky, em1, hid): mant has the
+        # hidden bit on top, em1 = biased exponent - 1 of the path's
+        # unnormalised sum, and the exponent field is em1 + hid, hid in
+        # {0, 1, 2} (added by the rounding step): near path mant's top bit
+        # (0 for a subnormal result, whose em1 is 0); far path 2 (carry
+        # out), 1 (top bit set) or 0 (an effective subtraction lost the top
+        # bit, or two subnormals added without reaching the normal range).
+        near, sub = v["near"], v["sub"]
+        s = v["s_far"]
+        carry, top = s[p + 3], s[p + 2]
+        f_mant = Signal(p, name="f_mant")
+        f_guard = Signal(name="f_guard")
+        f_sticky = Signal(name="f_sticky")
+        with m.If(carry):
+            m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0)]
+        with m.Elif(top | ~sub):
+            m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
+        with m.Else():
+            m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
+        if "t_near" in v:
+            t_near = v["t_near"]
+        else:
+            t_near = v["t_raw"] if self._raw_d else v["t_raw"] ^ _rep(v["flip"], p + 1)
+        n_shifted = (t_near << v["sh"])[:p + 1]
+        n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
+        # overflow, far path only (the near path's result is below x): the
+        # field em1 + hid + c (c: rounding carries out of the fraction) is
+        # >= exp_max for sure, or exactly exp_max when c, which the rounding
+        # step then produces as the infinity itself (ovf_c: the rounded
+        # field is then odd, exp_max, instead of exp_max - 1)
+        special = v["nan"] | v["inf"]
+        ovf_now = ~near & carry & v["e_top"]
+        ovf_c = ~near & ((carry & v["e_top1"]) | (~carry & top & v["e_top"]))
+        mant = Mux(near, n_shifted[1:], f_mant)
+        guard = Mux(near, n_shifted[0], f_guard)
+        force = special | ovf_now
+        if self._raw_d:
+            # bf16: the round-up bit decided here, registered
+            rnd = {"inc": ~force & guard & ((~near & f_sticky) | mant[0])}
+        else:
+            rnd = {"guard": guard, "sticky": ~near & f_sticky}
+        if self._out_reg:
+            ovf = {"ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c}
+        else:
+            # without the output register: the overflow flag whole, here
+            # (beside the normalisation), so that it leaves the rounding
+            # step as a register. ovf_c overflows when the rounding carries
+            # out of the fraction: the far path's guard bit set and its
+            # fraction all ones (its last bit then is set: the tie rounds up)
+            def ones(bits):
+                return bits == (1 << len(bits)) - 1
+            rounds_over = ((carry & v["e_top1"] & s[3] & ones(s[4:4 + F]))
+                           | (~carry & top & v["e_top"] & s[2] & ones(s[3:3 + F])))
+            ovf = {"ovf": ~special & (ovf_now | (~near & rounds_over))}
+        v = pipe.cut(3, {
+            "mant": mant, **rnd,
+            "em1": Mux(near, n_em1, v["exm1"]),
+            "hid": Mux(near, n_shifted[p], Cat(top & ~carry, carry)),
+            "sign": Mux(v["nan"], 0, Mux(v["inf"], v["inf_sign"],
+                                         v["sign"] & ~(near & v["zero"]))),
+            "force": force, "nan": v["nan"], **ovf,
+        })
+
+        # -- step 4: round to nearest even, specials ------------------------
+        # The forced results (NaN, infinity, certain overflow) replace the
+        # rounding adder's operand (all-ones exponent, NaN or zero
+        # fraction, nothing added), so that the adder's sum is the output.
+        mant, force = v["mant"], v["force"]
+        inc = v["inc"] if self._raw_d else ~force & v["guard"] & (v["sticky"] | mant[0])
+        nan_frac = fmt.qnan & ((1 << F) - 1)
+        frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
+        packed = (Cat(frac, v["em1"] | _rep(force, E))
+                  + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
+        # (bf16: the rounding carry out of the fraction from the registered
+        # round-up bit and an all-ones detect, beside the adder; fp32: the
+        # rounded exponent's LSB; without the output register: the flag
+        # formed in step 3)
+        if self._out_reg:
+            ovf = v["ovf_now"] | (v["ovf_c"] & (inc & (mant[:F] == (1 << F) - 1)
+                                               if self._raw_d else packed[F]))
+        else:
+            ovf = v["ovf"]
+        v = pipe.cut(4, {"r": Cat(packed, v["sign"]), "ovf": ovf, "nan": v["nan"]})
+
+        # -- step 5: output register (deepest pipelines only) ---------------
+        v = pipe.cut(5, v)
+
+        m.d.comb += [
+            self.r.eq(v["r"]),
+            self.nan.eq(v["nan"]),
+            self.ovf.eq(v["ovf"]),
+        ]
+        return m
+
+    def _front(self, m, pipe):
+        """Steps 0 to 2 (cuts 0, 1, 2), the form of the adder alone."""
+        fmt = self._fmt
+        E, p = fmt.exp_bits, fmt.precision
+        a, b = self.a, self.b
+
+        # -- step 0: order by exponent, exponent difference, specials -----
+        # The operands are ordered by their raw exponents only: the borrow
+        # of the raw exponent subtraction drives the swap multiplexers. The
+        # difference d is the effective one (a subnormal's exponent is 1):
+        # for a subnormal y beside a normal x it is x.exp - 1, selected
+        # from a parallel decrement, so that the significands pass the
+        # swap multiplexers as they are (hidden bit = exponent nonzero).
+        # The far path adds or subtracts in that order; the near path's
+        # order for equal exponents (|y| > |x|, "flip") is computed here in
+        # parallel and used after the cut.
+        a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
+        a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
+        eff_sub = a.sign ^ b.sign
+        a_sub, b_sub = a.exp == 0, b.exp == 0          # subnormal or zero
+        ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
+        eb = Cat(b.exp[0] | b_sub, b.exp[1:])
+        swap = (a.exp - b.exp)[E]                       # raw borrow: b.exp > a.exp
+        # d = ex - ey >= 0 (effective exponents); a is y only when
+        # b.exp > a.exp (so b is normal)
+        a_emax, b_emax = a.exp == fmt.exp_max, b.exp == fmt.exp_max
+        mx = Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub))
+        my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
+        flip = (a.exp == b.exp) & (b.frac > a.frac)
+        if self._raw_d:
+            # bf16: d is the raw distance (the subtractions and the swap
+            # multiplexer only); a subnormal y beside a normal x (one_sub:
+            # the effective distance is d - 1) is doubled on the far path
+            # after the cut. d0, the effective distance's LSB, is ea[0] ^
+            # eb[0] whatever the order (no carry chain). NaN dominates the
+            # infinity flags, so these test the exponent alone.
+            cut0 = {
+                "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
+                "ex": Mux(swap, eb, ea),
+                "d": Mux(swap, (b.exp - a.exp)[:E], (a.exp - b.exp)[:E]),
+                "flip": flip, "sub": eff_sub,
+                "sign": Mux(swap, b.sign, a.sign),
+                "nan": a_nan | b_nan | (a_emax & b_emax & eff_sub),
+                "inf": a_emax | b_emax,
+                "inf_sign": Mux(a_emax, a.sign, b.sign),
+            }
+        else:
+            # (the two forms are equivalent; each is the one that maps
+            # smaller and faster for its width, docs/arithmetic.md)
+            am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
+            bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
+            d_ab = Mux(b_sub, am1, (a.exp - b.exp)[:E])
+            d_ba = Mux(a_sub, bm1, (b.exp - a.exp)[:E])
+            cut0 = {
+                "mx": mx, "my": my,
+                "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),
+                "exm1": Mux(swap, bm1, am1),
+                "flip": flip, "sub": eff_sub,
+                "sign": Mux(swap, b.sign, a.sign),
+                "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
+                "inf": a_inf | b_inf,
+                "inf_sign": Mux(a_inf, a.sign, b.sign),
+            }
+        v = pipe.cut(0, cut0)
+
+        # -- step 1: far alignment and sticky; near subtraction ------------
+        # alignment shift saturated: a shift >= p+3 moves all of y into the
+        # sticky bit (``ovr``: d beyond the shifter's select bits)
+        d, ex, sub = v["d"], v["ex"], v["sub"]
+        dw = (p + 3).bit_length()
+        dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
+        my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
+        if self._raw_d:
+            # a subnormal y beside a normal x: d = ex - ey + 1, y doubled
+            # (its top bit is 0), the same shifted value and sticky bit
+            my3 = Mux(v["one_sub"], Cat(Const(0, 4), v["my"][:p - 1]), my3)
+        my_al = Mux(ovr, 0, (my3 >> dl)[:p + 3])
+        below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
+        sticky = (my3 & below) != 0
+        # far subtrahend, sticky bit ORed into its last bit (which lies
+        # below the guard and round bits), complemented here (p+4 bits): the
+        # addition after the cut adds it as it comes, with carry-in ``sub``
+        # (bf16: the sticky bit registered apart, ORed in after the cut)
+        y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
+        # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
+        # or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0, |y| >
+        # |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
+        # complement ~t = y - x > 0 is taken here (t ^ flip; x1 = 2x has a
+        # zero LSB, which holds the carry-in ~flip). bf16: the operands
+        # exchanged when flipped (then d = 0, y1 = 2y), the difference is
+        # the magnitude itself.
+        flip, my = v["flip"], v["my"]
+        if self._raw_d:
+            y1n = ~Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+            # effective distance d - one_sub <= 1
+            near_d = Mux(v["one_sub"], (d[2:] == 0) & ~(d[1] & d[0]), d[1:] == 0)
+            exm1 = (ex - 1)[:E]                  # ex >= 1 (effective exponent)
+        else:
+            y1n = ~Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+            near_d = d[1:] == 0
+            exm1 = v["exm1"]
+        if self._raw_d:
+            mx = v["mx"]
+            y1 = ~y1n
+            t_raw = t_near = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
+                              - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
+        else:
+            t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
+            t_near = t_raw ^ _rep(flip, p + 1)
+        # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
+        # that the leading-zero count never exceeds ex-1 (subnormal results;
+        # bf16: ORed in after the cut)
+        limit = Cat(*(ex == p + 1 - i for i in range(p + 1)))
+        keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign")
+        v = pipe.cut(1, {
+            **{k: v[k] for k in keep},
+            "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
+            "near": sub & near_d,
+            "y_far": y_far ^ _rep(sub, p + 4),
+            "t_raw": t_raw, "flip": flip,
+            **({"limit": limit} if self._raw_d else {"u_near": t_near | limit}),
+            **({"sticky": sticky} if self._raw_d else {}),
+            "exm1": exm1,
+            "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
+        })
+
+        # -- step 2: far addition; near leading zeros ----------------------
+        mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
+        keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
+                "nan", "inf", "inf_sign", "t_raw", "flip")
+        y_far = v["y_far"]
+        if self._raw_d:
+            y0, st = y_far[0], v["sticky"]
+            y_far = Cat(Mux(v["sub"], y0 & ~st, y0 | st), y_far[1:])
+        v = pipe.cut(2, {
+            **{k: v[k] for k in keep},
+            "s_far": (mx3 + y_far + v["sub"])[:p + 4],
+            "sh": _lzc_pad(v["t_raw"] | v["limit"] if self._raw_d else v["u_near"]),
+            # exact cancellation (near path; a flipped difference is > 0)
+            "zero": (v["t_raw"] == 0) if self._raw_d else ~v["flip"] & (v["t_raw"] == 0),
+        })
+        return v
+
+    def _front_split(self, m, pipe):
+        """Steps 0 to 2 with the split cut points "0a" and "1a" (the open form)."""
+        fmt = self._fmt
+        E, p = fmt.exp_bits, fmt.precision
         a, b = self.a, self.b
 
         # -- step 0: order by exponent, exponent difference, specials -----
@@ -454,97 +700,7 @@ class FPAdd(CheckedComponent):
             "zero": v["t_near"] == 0,
         })
 
-        # -- step 3: normalise both paths, select ---------------------------
-        # Both paths give (mant, guard, sticky, em1, hid): mant has the
-        # hidden bit on top, em1 = biased exponent - 1 of the path's
-        # unnormalised sum, and the exponent field is em1 + hid, hid in
-        # {0, 1, 2} (added by the rounding step): near path mant's top bit
-        # (0 for a subnormal result, whose em1 is 0); far path 2 (carry
-        # out), 1 (top bit set) or 0 (an effective subtraction lost the top
-        # bit, or two subnormals added without reaching the normal range).
-        near, sub = v["near"], v["sub"]
-        s = v["s_far"]
-        carry, top = s[p + 3], s[p + 2]
-        f_mant = Signal(p, name="f_mant")
-        f_guard = Signal(name="f_guard")
-        f_sticky = Signal(name="f_sticky")
-        with m.If(carry):
-            m.d.comb += [f_mant.eq(s[4:p + 4]), f_guard.eq(s[3]), f_sticky.eq(s[:3] != 0)]
-        with m.Elif(top | ~sub):
-            m.d.comb += [f_mant.eq(s[3:p + 3]), f_guard.eq(s[2]), f_sticky.eq(s[:2] != 0)]
-        with m.Else():
-            m.d.comb += [f_mant.eq(s[2:p + 2]), f_guard.eq(s[1]), f_sticky.eq(s[0])]
-        t_near = v["t_near"]
-        n_shifted = (t_near << v["sh"])[:p + 1]
-        n_em1 = Mux(v["zero"], 0, (v["exm1"] - v["sh"])[:E])
-        # overflow, far path only (the near path's result is below x): the
-        # field em1 + hid + c (c: rounding carries out of the fraction) is
-        # >= exp_max for sure, or exactly exp_max when c, which the rounding
-        # step then produces as the infinity itself (ovf_c: the rounded
-        # field is then odd, exp_max, instead of exp_max - 1)
-        special = v["nan"] | v["inf"]
-        ovf_now = ~near & carry & v["e_top"]
-        ovf_c = ~near & ((carry & v["e_top1"]) | (~carry & top & v["e_top"]))
-        mant = Mux(near, n_shifted[1:], f_mant)
-        guard = Mux(near, n_shifted[0], f_guard)
-        force = special | ovf_now
-        if self._raw_d:
-            # bf16: the round-up bit decided here, registered
-            rnd = {"inc": ~force & guard & ((~near & f_sticky) | mant[0])}
-        else:
-            rnd = {"guard": guard, "sticky": ~near & f_sticky}
-        if self._out_reg:
-            ovf = {"ovf_now": ~special & ovf_now, "ovf_c": ~special & ovf_c}
-        else:
-            # without the output register: the overflow flag whole, here
-            # (beside the normalisation), so that it leaves the rounding
-            # step as a register. ovf_c overflows when the rounding carries
-            # out of the fraction: the far path's guard bit set and its
-            # fraction all ones (its last bit then is set: the tie rounds up)
-            def ones(bits):
-                return bits == (1 << len(bits)) - 1
-            rounds_over = ((carry & v["e_top1"] & s[3] & ones(s[4:4 + F]))
-                           | (~carry & top & v["e_top"] & s[2] & ones(s[3:3 + F])))
-            ovf = {"ovf": ~special & (ovf_now | (~near & rounds_over))}
-        v = pipe.cut(3, {
-            "mant": mant, **rnd,
-            "em1": Mux(near, n_em1, v["exm1"]),
-            "hid": Mux(near, n_shifted[p], Cat(top & ~carry, carry)),
-            "sign": Mux(v["nan"], 0, Mux(v["inf"], v["inf_sign"],
-                                         v["sign"] & ~(near & v["zero"]))),
-            "force": force, "nan": v["nan"], **ovf,
-        })
-
-        # -- step 4: round to nearest even, specials ------------------------
-        # The forced results (NaN, infinity, certain overflow) replace the
-        # rounding adder's operand (all-ones exponent, NaN or zero
-        # fraction, nothing added), so that the adder's sum is the output.
-        mant, force = v["mant"], v["force"]
-        inc = v["inc"] if self._raw_d else ~force & v["guard"] & (v["sticky"] | mant[0])
-        nan_frac = fmt.qnan & ((1 << F) - 1)
-        frac = Mux(force, Mux(v["nan"], nan_frac, 0), mant[:F])
-        packed = (Cat(frac, v["em1"] | _rep(force, E))
-                  + Cat(Const(0, F), Mux(force, 0, v["hid"])) + inc)[:E + F]
-        # (bf16: the rounding carry out of the fraction from the registered
-        # round-up bit and an all-ones detect, beside the adder; fp32: the
-        # rounded exponent's LSB; without the output register: the flag
-        # formed in step 3)
-        if self._out_reg:
-            ovf = v["ovf_now"] | (v["ovf_c"] & (inc & (mant[:F] == (1 << F) - 1)
-                                               if self._raw_d else packed[F]))
-        else:
-            ovf = v["ovf"]
-        v = pipe.cut(4, {"r": Cat(packed, v["sign"]), "ovf": ovf, "nan": v["nan"]})
-
-        # -- step 5: output register (deepest pipelines only) ---------------
-        v = pipe.cut(5, v)
-
-        m.d.comb += [
-            self.r.eq(v["r"]),
-            self.nan.eq(v["nan"]),
-            self.ovf.eq(v["ovf"]),
-        ]
-        return m
+        return v
 
 
 class FPMinMax(CheckedComponent):

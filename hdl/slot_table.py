@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from netagg.hdl import layouts
 from netagg.hdl.checked import CheckedComponent
 from netagg.hdl.credit import ResultCredit
-from netagg.hdl.decision import Decision
+from netagg.hdl.decision import Decision, desc_terms
 from netagg.hdl.issue_queue import IssueQueue
 from netagg.hdl.lane import Lane
 from netagg.hdl.lane_loop import LaneLoop
@@ -166,7 +166,8 @@ class SlotTable(CheckedComponent):
                                                        compact=self._acc_ram == "compact")
         compact = self._acc_ram == "compact"
         m.submodules.decision = decision = Decision(p, latency=0 if compact else 1,
-                                                    sources=1 if compact else 3)
+                                                    sources=1 if compact else 3,
+                                                    copies=1 if compact else 3)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
@@ -296,6 +297,8 @@ class SlotTable(CheckedComponent):
                                  e_desc[k].eq(b_desc)]
                     m.d.sync += [getattr(e_terms[k], name).eq(value)
                                  for name, value in decided]
+                    # (each entry's word from a copy of the decision's own)
+                    m.d.sync += e_terms[k].new_state.eq(decision.state_after_dup[k])
                 with m.Elif(decide & (rptr == k)):
                     m.d.sync += e_valid[k].eq(0)
             with m.If(b_moves):
@@ -309,8 +312,12 @@ class SlotTable(CheckedComponent):
             # B1 and B2: the decision's two stages (``Decision(latency=1)``:
             # B1 compares the slot word with the message, B2 decides).
             m.d.comb += [decision.desc.eq(b1_desc), decision.en.eq(b1_moves)]
+            b1_pre = Signal(desc_terms(p), name="b1_desc_terms")
+            m.d.comb += decision.pre.eq(b1_pre)
             with m.If(a_moves):
                 m.d.sync += [b1_valid.eq(1), b1_desc.eq(a_desc)]
+                m.d.sync += [getattr(b1_pre, k).eq(v)
+                             for k, v in Decision.desc_terms_of(p, a_desc).items()]
             with m.Elif(b1_moves):
                 m.d.sync += b1_valid.eq(0)
             with m.If(b1_moves):

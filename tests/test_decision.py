@@ -115,6 +115,13 @@ def _set_state(ctx, dut, rng, words):
         ctx.set(dut.take[v], bits & ((1 << (n - 1)) - 1))
 
 
+def _set_pre(ctx, dut, worker, workers):
+    """With several sources: the descriptor's terms the caller registers."""
+    if hasattr(dut, "pre"):
+        ctx.set(dut.pre, {"worker_bit": 1 << worker, "workers_m1": workers - 1,
+                          "workers_is1": int(workers == 1)})
+
+
 @pytest.mark.parametrize("latency,sources", [(0, 1), (1, 1), (1, 3)])
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_decision_matches_golden_model(name, latency, sources, request):
@@ -124,7 +131,7 @@ def test_decision_matches_golden_model(name, latency, sources, request):
     jobs = JobTable([Job(enabled=True, **j) for j in jd], params)
     rng = random.Random(seed)
     sw = Switch(params, jobs)
-    dut = Decision(params, latency=latency, sources=sources)
+    dut = Decision(params, latency=latency, sources=sources, copies=sources)
     L = params.lanes
     seen = {"verdicts": set(), "checked": 0}
 
@@ -146,6 +153,7 @@ def test_decision_matches_golden_model(name, latency, sources, request):
                          "dtype": h.dtype, "op": h.op, "count": h.count, "offset": h.offset},
                 "tag": rng.getrandbits(16), "slot_abs": slot_abs, "workers": job.workers,
                 "beats": -(-h.count // L)})
+            _set_pre(ctx, dut, h.worker, job.workers)
             if latency:
                 # sampled at an edge with en high, then held while en is low
                 # and the inputs change
@@ -155,10 +163,15 @@ def test_decision_matches_golden_model(name, latency, sources, request):
                 _set_state(ctx, dut, rng,
                            [_copy_value(sw.copy_state(*other_slot, v)) for v in (0, 1)])
                 ctx.set(dut.desc.meta.worker, rng.randrange(params.workers))
+                _set_pre(ctx, dut, rng.randrange(params.workers), rng.randrange(1, 9))
                 ctx.set(dut.desc.meta.ver, rng.randrange(2))
                 ctx.set(dut.desc.verdict, rng.choice(list(Verdict)))
                 await ctx.tick()
             got_verdict = Verdict(ctx.get(dut.verdict).value)
+            if hasattr(dut, "state_after_dup"):     # every copy the same word
+                for c in range(len(dut.state_after_dup)):
+                    assert ctx.get(dut.state_after_dup[c].as_value()) == \
+                        ctx.get(dut.state_after.as_value())
             mode = ctx.get(dut.mode)
             if dropped is not None:
                 assert got_verdict is dropped and mode is Mode.DISCARD
