@@ -180,15 +180,8 @@ _ADD_CUTS = {
     5: {0, 1, 2, 3, 5},
     6: {0, 1, 2, 3, 4, 5},
 }
-_ADD_CUTS_OPEN = {
-    0: set(),
-    1: {2},
-    2: {1, 3},
-    3: {0, 2, 3},
-    4: {0, 1, 2, 3},
-    5: {0, "1a", 1, 2, 3},
-    6: {"0a", 0, "1a", 1, 2, 3},
-}
+_ADD_CUTS_OPEN = {0: set(), 1: {2}, 2: {1, 3}, 3: {0, 2, 3}, 4: {0, 1, 2, 3},
+                  5: {0, "1a", 1, 2, 3}, 6: {"0a", 0, "1a", 1, 2, 3}}
 
 
 class FPAdd(CheckedComponent):
@@ -381,6 +374,115 @@ class FPAdd(CheckedComponent):
         ]
         return m
 
+    def _order(self, a, b, c):
+        """The first cut's values (step 0's multiplexers) from the operands
+        ``a``, ``b`` and their classification ``c``: ``swap``, ``a_sub``,
+        ``b_sub``, the NaN and infinity flags, ``flip``, the raw exponent
+        differences ``d_ab``, ``d_ba`` (and, fp32, the decrements ``am1``,
+        ``bm1``)."""
+        a_sub, b_sub, swap = c["a_sub"], c["b_sub"], c["swap"]
+        eff_sub = a.sign ^ b.sign
+        ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
+        eb = Cat(b.exp[0] | b_sub, b.exp[1:])
+        # d = ex - ey >= 0 (effective exponents); a is y only when
+        # b.exp > a.exp (so b is normal)
+        mx = Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub))
+        my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
+        if self._raw_d:
+            # bf16: d is the raw distance (the subtractions and the swap
+            # multiplexer only); a subnormal y beside a normal x (one_sub:
+            # the effective distance is d - 1) is doubled on the far path
+            # after the cut. d0, the effective distance's LSB, is ea[0] ^
+            # eb[0] whatever the order (no carry chain). NaN dominates the
+            # infinity flags, so these test the exponent alone.
+            a_emax, b_emax = c["a_emax"], c["b_emax"]
+            return {
+                "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
+                "ex": Mux(swap, eb, ea),
+                "d": Mux(swap, c["d_ba"], c["d_ab"]),
+                "flip": c["flip"], "sub": eff_sub,
+                "sign": Mux(swap, b.sign, a.sign),
+                "nan": c["a_nan"] | c["b_nan"] | (a_emax & b_emax & eff_sub),
+                "inf": a_emax | b_emax,
+                "inf_sign": Mux(a_emax, a.sign, b.sign),
+            }
+        # (the two forms are equivalent; each is the one that maps
+        # smaller and faster for its width, docs/arithmetic.md)
+        am1 = Mux(a_sub, 0, c["am1"])                   # effective exponent - 1
+        bm1 = Mux(b_sub, 0, c["bm1"])
+        d_ab = Mux(b_sub, am1, c["d_ab"])
+        d_ba = Mux(a_sub, bm1, c["d_ba"])
+        a_inf, b_inf = c["a_inf"], c["b_inf"]
+        return {
+            "mx": mx, "my": my,
+            "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),
+            "exm1": Mux(swap, bm1, am1),
+            "flip": c["flip"], "sub": eff_sub,
+            "sign": Mux(swap, b.sign, a.sign),
+            "nan": c["a_nan"] | c["b_nan"] | (a_inf & b_inf & eff_sub),
+            "inf": a_inf | b_inf,
+            "inf_sign": Mux(a_inf, a.sign, b.sign),
+        }
+
+    def _align_in(self, v):
+        """Step 1's inputs: the distance (saturated: a shift >= p+3 moves
+        all of y into the sticky bit, ``ovr``), and y with three guard bits
+        (bf16: a subnormal y beside a normal x doubled, d = ex - ey + 1,
+        its top bit 0: the same shifted value and sticky bit)."""
+        E, p = self._fmt.exp_bits, self._fmt.precision
+        d = v["d"]
+        dw = (p + 3).bit_length()
+        dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
+        my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
+        if self._raw_d:
+            my3 = Mux(v["one_sub"], Cat(Const(0, 4), v["my"][:p - 1]), my3)
+        return d, dw, dl, ovr, my3
+
+    def _step2(self, pipe, v, near, zero):
+        """Step 2 (cut 2): the far addition, the near path's leading zeros
+        (``near``: the keys of its difference, passed on), ``zero`` (the
+        near path's exact cancellation) registered."""
+        p = self._fmt.precision
+        mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
+        keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
+                "nan", "inf", "inf_sign") + near
+        y_far = v["y_far"]
+        if self._raw_d:
+            y0, st = y_far[0], v["sticky"]
+            y_far = Cat(Mux(v["sub"], y0 & ~st, y0 | st), y_far[1:])
+        return pipe.cut(2, {
+            **{k: v[k] for k in keep},
+            "s_far": (mx3 + y_far + v["sub"])[:p + 4],
+            "sh": _lzc_pad(v[near[0]] | v["limit"] if self._raw_d else v["u_near"]),
+            "zero": zero,
+        })
+
+    def _near_sub(self, v, d, ex):
+        """Step 1's near path (effective subtraction, d <= 1), exact: 2x - y
+        (d = 1) or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0,
+        |y| > |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
+        complement ~t = y - x > 0 the caller takes (t ^ flip; x1 = 2x has a
+        zero LSB, which holds the carry-in ~flip). bf16: the operands
+        exchanged when flipped (then d = 0, y1 = 2y), the difference is the
+        magnitude itself. Returns (the distance is at most 1, the effective
+        exponent - 1, the difference)."""
+        E, p = self._fmt.exp_bits, self._fmt.precision
+        flip, my = v["flip"], v["my"]
+        if self._raw_d:
+            y1n = ~Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+            # effective distance d - one_sub <= 1
+            near_d = Mux(v["one_sub"], (d[2:] == 0) & ~(d[1] & d[0]), d[1:] == 0)
+            exm1 = (ex - 1)[:E]                  # ex >= 1 (effective exponent)
+            mx = v["mx"]
+            t_raw = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
+                     - Mux(flip, Cat(Const(0, 1), mx), ~y1n))[:p + 1]
+        else:
+            y1n = ~Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
+            near_d = d[1:] == 0
+            exm1 = v["exm1"]
+            t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
+        return near_d, exm1, t_raw
+
     def _front(self, m, pipe):
         """Steps 0 to 2 (cuts 0, 1, 2), the form of the adder alone."""
         fmt = self._fmt
@@ -397,66 +499,22 @@ class FPAdd(CheckedComponent):
         # The far path adds or subtracts in that order; the near path's
         # order for equal exponents (|y| > |x|, "flip") is computed here in
         # parallel and used after the cut.
-        a_nan, b_nan = _is_nan(fmt, a), _is_nan(fmt, b)
-        a_inf, b_inf = _is_inf(fmt, a), _is_inf(fmt, b)
-        eff_sub = a.sign ^ b.sign
         a_sub, b_sub = a.exp == 0, b.exp == 0          # subnormal or zero
-        ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
-        eb = Cat(b.exp[0] | b_sub, b.exp[1:])
-        swap = (a.exp - b.exp)[E]                       # raw borrow: b.exp > a.exp
-        # d = ex - ey >= 0 (effective exponents); a is y only when
-        # b.exp > a.exp (so b is normal)
-        a_emax, b_emax = a.exp == fmt.exp_max, b.exp == fmt.exp_max
-        mx = Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub))
-        my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
-        flip = (a.exp == b.exp) & (b.frac > a.frac)
-        if self._raw_d:
-            # bf16: d is the raw distance (the subtractions and the swap
-            # multiplexer only); a subnormal y beside a normal x (one_sub:
-            # the effective distance is d - 1) is doubled on the far path
-            # after the cut. d0, the effective distance's LSB, is ea[0] ^
-            # eb[0] whatever the order (no carry chain). NaN dominates the
-            # infinity flags, so these test the exponent alone.
-            cut0 = {
-                "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
-                "ex": Mux(swap, eb, ea),
-                "d": Mux(swap, (b.exp - a.exp)[:E], (a.exp - b.exp)[:E]),
-                "flip": flip, "sub": eff_sub,
-                "sign": Mux(swap, b.sign, a.sign),
-                "nan": a_nan | b_nan | (a_emax & b_emax & eff_sub),
-                "inf": a_emax | b_emax,
-                "inf_sign": Mux(a_emax, a.sign, b.sign),
-            }
-        else:
-            # (the two forms are equivalent; each is the one that maps
-            # smaller and faster for its width, docs/arithmetic.md)
-            am1 = Mux(a_sub, 0, (a.exp - 1)[:E])            # effective exponent - 1
-            bm1 = Mux(b_sub, 0, (b.exp - 1)[:E])
-            d_ab = Mux(b_sub, am1, (a.exp - b.exp)[:E])
-            d_ba = Mux(a_sub, bm1, (b.exp - a.exp)[:E])
-            cut0 = {
-                "mx": mx, "my": my,
-                "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),
-                "exm1": Mux(swap, bm1, am1),
-                "flip": flip, "sub": eff_sub,
-                "sign": Mux(swap, b.sign, a.sign),
-                "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
-                "inf": a_inf | b_inf,
-                "inf_sign": Mux(a_inf, a.sign, b.sign),
-            }
+        c = {"swap": (a.exp - b.exp)[E],                # raw borrow: b.exp > a.exp
+             "a_sub": a_sub, "b_sub": b_sub,
+             "a_nan": _is_nan(fmt, a), "b_nan": _is_nan(fmt, b),
+             "a_inf": _is_inf(fmt, a), "b_inf": _is_inf(fmt, b),
+             "a_emax": a.exp == fmt.exp_max, "b_emax": b.exp == fmt.exp_max,
+             "flip": (a.exp == b.exp) & (b.frac > a.frac),
+             "d_ab": (a.exp - b.exp)[:E], "d_ba": (b.exp - a.exp)[:E]}
+        if not self._raw_d:
+            c.update(am1=(a.exp - 1)[:E], bm1=(b.exp - 1)[:E])
+        cut0 = self._order(a, b, c)
         v = pipe.cut(0, cut0)
 
         # -- step 1: far alignment and sticky; near subtraction ------------
-        # alignment shift saturated: a shift >= p+3 moves all of y into the
-        # sticky bit (``ovr``: d beyond the shifter's select bits)
-        d, ex, sub = v["d"], v["ex"], v["sub"]
-        dw = (p + 3).bit_length()
-        dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
-        my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
-        if self._raw_d:
-            # a subnormal y beside a normal x: d = ex - ey + 1, y doubled
-            # (its top bit is 0), the same shifted value and sticky bit
-            my3 = Mux(v["one_sub"], Cat(Const(0, 4), v["my"][:p - 1]), my3)
+        d, dw, dl, ovr, my3 = self._align_in(v)
+        ex, sub = v["ex"], v["sub"]
         my_al = Mux(ovr, 0, (my3 >> dl)[:p + 3])
         below = Cat(*(_gt_const(dl, i) | ovr for i in range(p + 3)))   # bits shifted out
         sticky = (my3 & below) != 0
@@ -465,31 +523,10 @@ class FPAdd(CheckedComponent):
         # addition after the cut adds it as it comes, with carry-in ``sub``
         # (bf16: the sticky bit registered apart, ORed in after the cut)
         y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
-        # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
-        # or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0, |y| >
-        # |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
-        # complement ~t = y - x > 0 is taken here (t ^ flip; x1 = 2x has a
-        # zero LSB, which holds the carry-in ~flip). bf16: the operands
-        # exchanged when flipped (then d = 0, y1 = 2y), the difference is
-        # the magnitude itself.
-        flip, my = v["flip"], v["my"]
-        if self._raw_d:
-            y1n = ~Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
-            # effective distance d - one_sub <= 1
-            near_d = Mux(v["one_sub"], (d[2:] == 0) & ~(d[1] & d[0]), d[1:] == 0)
-            exm1 = (ex - 1)[:E]                  # ex >= 1 (effective exponent)
-        else:
-            y1n = ~Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
-            near_d = d[1:] == 0
-            exm1 = v["exm1"]
-        if self._raw_d:
-            mx = v["mx"]
-            y1 = ~y1n
-            t_raw = t_near = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
-                              - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
-        else:
-            t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
-            t_near = t_raw ^ _rep(flip, p + 1)
+        flip = v["flip"]
+        near_d, exm1, t_raw = self._near_sub(v, d, ex)
+        # (fp32: the complement ~t = y - x > 0 of a flipped pair taken here)
+        t_near = t_raw if self._raw_d else t_raw ^ _rep(flip, p + 1)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results;
         # bf16: ORed in after the cut)
@@ -507,22 +544,9 @@ class FPAdd(CheckedComponent):
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
 
-        # -- step 2: far addition; near leading zeros ----------------------
-        mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
-        keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
-                "nan", "inf", "inf_sign", "t_raw", "flip")
-        y_far = v["y_far"]
-        if self._raw_d:
-            y0, st = y_far[0], v["sticky"]
-            y_far = Cat(Mux(v["sub"], y0 & ~st, y0 | st), y_far[1:])
-        v = pipe.cut(2, {
-            **{k: v[k] for k in keep},
-            "s_far": (mx3 + y_far + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v["t_raw"] | v["limit"] if self._raw_d else v["u_near"]),
-            # exact cancellation (near path; a flipped difference is > 0)
-            "zero": (v["t_raw"] == 0) if self._raw_d else ~v["flip"] & (v["t_raw"] == 0),
-        })
-        return v
+        # (exact cancellation: a flipped difference is > 0)
+        zero = (v["t_raw"] == 0) if self._raw_d else ~v["flip"] & (v["t_raw"] == 0)
+        return self._step2(pipe, v, ("t_raw", "flip"), zero)
 
     def _front_split(self, m, pipe):
         """Steps 0 to 2 with the split cut points "0a" and "1a" (the open form)."""
@@ -530,19 +554,9 @@ class FPAdd(CheckedComponent):
         E, p = fmt.exp_bits, fmt.precision
         a, b = self.a, self.b
 
-        # -- step 0: order by exponent, exponent difference, specials -----
-        # The operands are ordered by their raw exponents only: the borrow
-        # of the raw exponent subtraction drives the swap multiplexers. The
-        # difference d is the effective one (a subnormal's exponent is 1):
-        # for a subnormal y beside a normal x it is x.exp - 1, selected
-        # from a parallel decrement, so that the significands pass the
-        # swap multiplexers as they are (hidden bit = exponent nonzero).
-        # The far path adds or subtracts in that order; the near path's
-        # order for equal exponents (|y| > |x|, "flip") is computed here in
-        # parallel and used after the cut.
-        # Two halves around cut point "0a": (0a) the compares, the exponent
-        # subtractions and the classification; (0b) the multiplexers they
-        # drive.
+        # -- step 0 (as in _front), in two halves around cut point "0a":
+        # (0a) the compares, the exponent subtractions and the
+        # classification; (0b) the multiplexers they drive (_order).
         a_emax, b_emax = a.exp == fmt.exp_max, b.exp == fmt.exp_max
         a_sub, b_sub = a.exp == 0, b.exp == 0          # subnormal or zero
         w = pipe.cut("0a", {
@@ -556,50 +570,12 @@ class FPAdd(CheckedComponent):
         })
         a, b = fmt.layout(w["a"]), fmt.layout(w["b"])
         a_emax, b_emax, a_sub, b_sub = w["a_emax"], w["b_emax"], w["a_sub"], w["b_sub"]
-        swap, flip = w["swap"], w["flip"]
-        a_nan, b_nan = a_emax & w["a_fnz"], b_emax & w["b_fnz"]
-        a_inf, b_inf = a_emax & ~w["a_fnz"], b_emax & ~w["b_fnz"]
-        eff_sub = a.sign ^ b.sign
-        ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents
-        eb = Cat(b.exp[0] | b_sub, b.exp[1:])
-        # d = ex - ey >= 0 (effective exponents); a is y only when
-        # b.exp > a.exp (so b is normal)
-        mx = Mux(swap, Cat(b.frac, ~b_sub), Cat(a.frac, ~a_sub))
-        my = Mux(swap, Cat(a.frac, ~a_sub), Cat(b.frac, ~b_sub))
-        if self._raw_d:
-            # bf16: d is the raw distance (the subtractions and the swap
-            # multiplexer only); a subnormal y beside a normal x (one_sub:
-            # the effective distance is d - 1) is doubled on the far path
-            # after the cut. d0, the effective distance's LSB, is ea[0] ^
-            # eb[0] whatever the order (no carry chain). NaN dominates the
-            # infinity flags, so these test the exponent alone.
-            cut0 = {
-                "mx": mx, "my": my, "d0": ea[0] ^ eb[0], "one_sub": a_sub ^ b_sub,
-                "ex": Mux(swap, eb, ea),
-                "d": Mux(swap, w["d_ba"], w["d_ab"]),
-                "flip": flip, "sub": eff_sub,
-                "sign": Mux(swap, b.sign, a.sign),
-                "nan": a_nan | b_nan | (a_emax & b_emax & eff_sub),
-                "inf": a_emax | b_emax,
-                "inf_sign": Mux(a_emax, a.sign, b.sign),
-            }
-        else:
-            # (the two forms are equivalent; each is the one that maps
-            # smaller and faster for its width, docs/arithmetic.md)
-            am1 = Mux(a_sub, 0, w["am1"])                 # effective exponent - 1
-            bm1 = Mux(b_sub, 0, w["bm1"])
-            d_ab = Mux(b_sub, am1, w["d_ab"])
-            d_ba = Mux(a_sub, bm1, w["d_ba"])
-            cut0 = {
-                "mx": mx, "my": my,
-                "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),
-                "exm1": Mux(swap, bm1, am1),
-                "flip": flip, "sub": eff_sub,
-                "sign": Mux(swap, b.sign, a.sign),
-                "nan": a_nan | b_nan | (a_inf & b_inf & eff_sub),
-                "inf": a_inf | b_inf,
-                "inf_sign": Mux(a_inf, a.sign, b.sign),
-            }
+        cut0 = self._order(a, b, {
+            "swap": w["swap"], "a_sub": a_sub, "b_sub": b_sub, "flip": w["flip"],
+            "a_emax": a_emax, "b_emax": b_emax,
+            "a_nan": a_emax & w["a_fnz"], "b_nan": b_emax & w["b_fnz"],
+            "a_inf": a_emax & ~w["a_fnz"], "b_inf": b_emax & ~w["b_fnz"],
+            **{k: w[k] for k in ("d_ab", "d_ba", "am1", "bm1") if k in w}})
         v = pipe.cut(0, cut0)
 
         # -- step 1: far alignment and sticky; near subtraction ------------
@@ -610,44 +586,16 @@ class FPAdd(CheckedComponent):
         # complement. The alignment shift is saturated: a shift >= p+3
         # moves all of y into the sticky bit (``ovr``: d beyond the
         # shifter's select bits).
-        d, ex, sub = v["d"], v["ex"], v["sub"]
-        dw = (p + 3).bit_length()
-        dl, ovr = (d[:dw], d[dw:] != 0) if E > dw else (d, Const(0))
-        my3 = Cat(Const(0, 3), v["my"])                       # p+3 bits
-        if self._raw_d:
-            # a subnormal y beside a normal x: d = ex - ey + 1, y doubled
-            # (its top bit is 0), the same shifted value and sticky bit
-            my3 = Mux(v["one_sub"], Cat(Const(0, 4), v["my"][:p - 1]), my3)
+        d, dw, dl, ovr, my3 = self._align_in(v)
+        ex, sub = v["ex"], v["sub"]
         fine = min(3, dw)
         d_hi = dl[fine:]
         my_c = Mux(ovr, 0, (my3 >> Cat(Const(0, fine), d_hi))[:p + 3])
         # bits shifted out by the coarse shift (bit i: d_hi > i // 8)
         below_c = Cat(*(_gt_const(d_hi, i >> fine) | ovr if len(d_hi) else ovr
                         for i in range(p + 3)))
-        # near path (effective subtraction, d <= 1), exact: 2x - y (d = 1)
-        # or 2x - 2y (d = 0), y1 = y or 2y; a flipped pair (d = 0, |y| >
-        # |x|) needs 2y - 2x. fp32: t = x + ~y = -(y - x) - 1, whose
-        # complement ~t = y - x > 0 is taken in 1b (t ^ flip; x1 = 2x has a
-        # zero LSB, which holds the carry-in ~flip). bf16: the operands
-        # exchanged when flipped (then d = 0, y1 = 2y), the difference is
-        # the magnitude itself.
-        flip, my = v["flip"], v["my"]
-        if self._raw_d:
-            y1n = ~Mux(v["d0"], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
-            # effective distance d - one_sub <= 1
-            near_d = Mux(v["one_sub"], (d[2:] == 0) & ~(d[1] & d[0]), d[1:] == 0)
-            exm1 = (ex - 1)[:E]                  # ex >= 1 (effective exponent)
-        else:
-            y1n = ~Mux(d[0], Cat(my, Const(0, 1)), Cat(Const(0, 1), my))
-            near_d = d[1:] == 0
-            exm1 = v["exm1"]
-        if self._raw_d:
-            mx = v["mx"]
-            y1 = ~y1n
-            t_raw = (Mux(flip, Cat(Const(0, 1), my), Cat(Const(0, 1), mx))
-                     - Mux(flip, Cat(Const(0, 1), mx), y1))[:p + 1]
-        else:
-            t_raw = (Cat(~flip, v["mx"]) + y1n)[:p + 1]
+        flip = v["flip"]
+        near_d, exm1, t_raw = self._near_sub(v, d, ex)
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results;
         # bf16: ORed in after the cut)
@@ -684,23 +632,7 @@ class FPAdd(CheckedComponent):
                else {"u_near": t_near | v["limit"]}),
         })
 
-        # -- step 2: far addition; near leading zeros ----------------------
-        mx3 = Cat(Const(0, 3), v["mx"], Const(0, 1))          # p+4 bits
-        keep = ("exm1", "e_top", "e_top1", "sub", "near", "sign",
-                "nan", "inf", "inf_sign", "t_near")
-        y_far = v["y_far"]
-        if self._raw_d:
-            y0, st = y_far[0], v["sticky"]
-            y_far = Cat(Mux(v["sub"], y0 & ~st, y0 | st), y_far[1:])
-        v = pipe.cut(2, {
-            **{k: v[k] for k in keep},
-            "s_far": (mx3 + y_far + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v["t_near"] | v["limit"] if self._raw_d else v["u_near"]),
-            # exact cancellation (near path; a flipped difference is > 0)
-            "zero": v["t_near"] == 0,
-        })
-
-        return v
+        return self._step2(pipe, v, ("t_near",), v["t_near"] == 0)
 
 
 class FPMinMax(CheckedComponent):
