@@ -98,12 +98,14 @@ class IssueQueue(CheckedComponent):
         No entry is held after this cycle and none was pushed in the
         previous one (only registers decide).
     data_addr : Out(address)
-        The payload buffer beat to read: that of the beat issued in the
-        previous cycle, a one-hot multiplexer after registers (the
-        registered "it issued" and the entries). ``data`` must hold it
+        The payload buffer beat to read: that of the beat issued two cycles
+        before, registered (from the registered "it issued" and the
+        entries); ``"compact"``: of the beat issued in the previous cycle,
+        a one-hot multiplexer after those registers. ``data`` must hold it
         ``PayloadBuffer.read_latency`` cycles later (``rd_data``): the next
         cycle (``"compact"``), else two cycles later (the buffer registers
-        the address, one copy per lane's RAM).
+        the address again, one copy per lane's RAM, loaded from this one
+        flip-flop).
     data : In(payload_beat)
     released : Out(count)
         Registered: payload buffer beats of the entry that left in the
@@ -213,13 +215,14 @@ class IssueQueue(CheckedComponent):
         # as it is pushed). The entries' hazards come from the queue's own
         # record (below).
         window = max(LaneLoop.spacing_of(self._fp_stages, self._acc_ram) - 2, 0)
-        # (not compact: the payload buffer registers the address, so the
-        # payload beat reaches the loop three cycles after its issue)
+        # (not compact: the address registered here and again in the
+        # payload buffer, so the payload beat reaches the loop four cycles
+        # after its issue)
         compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
             hazard_ages=(max(window - 1, 0),),
-            data_latency=2 if compact else 3)
+            data_latency=2 if compact else 4)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
 
@@ -572,9 +575,12 @@ class IssueQueue(CheckedComponent):
 
         # The payload beat of the beat issued in the previous cycle: its
         # entry's, chosen by the registered "it issued" (the choice reaches
-        # no register here); unless compact, the payload buffer registers
-        # it (a copy per lane's RAM).
-        m.d.comb += self.data_addr.eq(_one_hot_mux(issued_last, [e.data_prev for e in q],
-                                                   len(self.data_addr)))
+        # no register here); unless compact, registered again (one flip-flop
+        # that the payload buffer's copies per lane's RAM load from).
+        prev_addr = _one_hot_mux(issued_last, [e.data_prev for e in q], len(self.data_addr))
+        if compact:
+            m.d.comb += self.data_addr.eq(prev_addr)
+        else:
+            m.d.sync += self.data_addr.eq(prev_addr)
         m.d.comb += self.busy.eq(Cat(*(e.valid for e in q)).any() | incoming.valid | loop.busy)
         return m
