@@ -559,7 +559,9 @@ class IssueQueue(CheckedComponent):
                 if j != x:
                     m.d.sync += after[x, j].eq(nxt_after[x, j])
         m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
+
         def older_n(j, k):
+            """Entry j arrives before entry k, next cycle (both held)."""
             return older_next[j, k] if j < k else ~older_next[k, j]
         for i in range(N):
             for j in range(N):
@@ -569,9 +571,8 @@ class IssueQueue(CheckedComponent):
                         & ~Cat(*(nxt_valid[k] & older_n(j, k) & older_n(k, i)
                                  for k in range(N) if k not in (i, j))).any())
         for (j, i) in ahead[0]:
-            o = older_next[j, i] if j < i else ~older_next[i, j]
             for copy in ahead:
-                m.d.sync += copy[j, i].eq(may_next[j] & o)
+                m.d.sync += copy[j, i].eq(may_next[j] & older_n(j, i))
 
         # The payload beat of the beat issued in the previous cycle: its
         # entry's, chosen by the registered "it issued" (the choice reaches

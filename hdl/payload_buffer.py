@@ -107,7 +107,6 @@ class PayloadBuffer(CheckedComponent):
         depth = self._depth
         abits = data_addr_bits(depth)
         L = self._params.lanes
-        written = Signal(abits + 1)      # beats written (mod 2 depth)
         head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
         held = Signal(abits + 1)
         w_en = Signal()
@@ -116,10 +115,11 @@ class PayloadBuffer(CheckedComponent):
             m.submodules.mem = mem = Memory(shape=payload_beat(self._params), depth=depth,
                                             init=[], attrs=NO_RW_CHECK)
             wr = mem.write_port()
+            written = Signal(abits)      # beats written (mod depth): the write address
             room = Signal()              # registered: a beat written now still fits
             write = self.w.valid & room
             m.d.comb += [w_en.eq(write), self.w.ready.eq(room),
-                         wr.addr.eq(written[:abits]), wr.data.eq(self.w.payload),
+                         wr.addr.eq(written), wr.data.eq(self.w.payload),
                          wr.en.eq(write)]
             m.d.sync += room.eq(held < depth - 1)
             with m.If(write):
@@ -128,7 +128,7 @@ class PayloadBuffer(CheckedComponent):
             m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         else:
             # The beat accepted is registered, and written (and counted in
-            # ``written``) a cycle later: only registers drive the RAM's
+            # each RAM's write pointer) a cycle later: only registers drive the RAM's
             # write and the pointer's enable. ``held`` lags by the beat in
             # the register, so the room leaves one more beat. Two kept
             # copies of the room: one for the writer's side (``w.ready``),
@@ -139,8 +139,6 @@ class PayloadBuffer(CheckedComponent):
             accept = self.w.valid & room_w
             m.d.sync += w_en.eq(accept)
             m.d.comb += self.w.ready.eq(room)
-            with m.If(w_en):
-                m.d.sync += written.eq(written + 1)
             m.d.comb += self.empty.eq((held == 0) & ~w_en)
             # One RAM per lane's element, each with its own (kept) write
             # enable, write pointer and read address registers, so that no

@@ -295,10 +295,11 @@ class SlotTable(CheckedComponent):
                 with m.If(push_k):
                     m.d.sync += [e_valid[k].eq(1), e_live[k].eq(b_desc.verdict == V.ACCEPT),
                                  e_desc[k].eq(b_desc)]
-                    m.d.sync += [getattr(e_terms[k], name).eq(value)
-                                 for name, value in decided]
-                    # (each entry's word from a copy of the decision's own)
-                    m.d.sync += e_terms[k].new_state.eq(decision.state_after_dup[k])
+                    # (each entry's word after the message from a copy of
+                    # the decision's own)
+                    m.d.sync += [getattr(e_terms[k], name).eq(
+                        decision.state_after_dup[k] if name == "new_state" else value)
+                        for name, value in decided]
                 with m.Elif(decide & (rptr == k)):
                     m.d.sync += e_valid[k].eq(0)
             with m.If(b_moves):
