@@ -4,7 +4,7 @@ function of its descriptor and its slot word (golden model:
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -38,9 +38,14 @@ def beats_of(count, lanes: int):
 def desc_terms(params: Params) -> data.StructLayout:
     """Terms of a descriptor alone that the decision uses (for a caller that
     registers them with the descriptor: :meth:`Decision.desc_terms_of`)."""
+    n_bits = layouts.bits_for(params.workers + 1)
     return data.StructLayout({
         "worker_bit": unsigned(params.workers),     # one-hot of meta.worker
-        "workers_m1": signed(9),                    # workers - 1
+        # min(workers - 1, params.workers), in the width of a copy's count:
+        # a count of distinct workers before a new one (at most
+        # params.workers - 1) equals it exactly when the round completes
+        # (any value for workers = 0, which the validator drops)
+        "workers_m1": unsigned(n_bits),
         "workers_is1": unsigned(1),                 # workers == 1
     })
 
@@ -165,7 +170,8 @@ class Decision(wiring.Component):
         """The :func:`desc_terms` of descriptor ``desc`` (a value), as a dict
         of field to value."""
         return {"worker_bit": Cat(*(desc.meta.worker == i for i in range(params.workers))),
-                "workers_m1": desc.workers - 1,
+                "workers_m1": Mux(desc.workers > params.workers, params.workers,
+                                  desc.workers - 1),
                 "workers_is1": desc.workers == 1}
 
     def elaborate(self, platform):
@@ -216,7 +222,9 @@ class Decision(wiring.Component):
             fresh = ~copy.open
             n_after = Mux(fresh, 1, copy.n + 1)
             new_contributor = ~(copy.bits & worker_bit_in).any()
-            retransmit = desc_ok_in & ~new_contributor & copy.done
+            # (a known contributor of a completed copy: RETRANSMIT if the
+            # message passed the validator, ANDed after the stage register)
+            known_done = ~new_contributor & copy.done
             complete = Mux(fresh, pre.workers_is1, copy.n == workers_m1)
             differs = Cat(hdr_in.dtype != copy.dtype, hdr_in.op != copy.op,
                           hdr_in.count != copy.count,
@@ -239,7 +247,7 @@ class Decision(wiring.Component):
             m.d.comb += beats.eq(beats_of(copy.count, p.lanes))
             n_next = Signal(n_bits + 1, name=f"n{v}_after_in")
             m.d.comb += n_next.eq(n_after)
-            return Cat(new_contributor, fresh, complete, retransmit, differs, n_next, beats,
+            return Cat(new_contributor, fresh, complete, known_done, differs, n_next, beats,
                        new.as_value())
 
         def chosen(values, take):
@@ -266,9 +274,9 @@ class Decision(wiring.Component):
         for w in widths:
             fields.append(cur[pos:pos + w])
             pos += w
-        new_contributor_in, fresh_in, complete_in, retransmit_in = fields[:4]
+        new_contributor_in, fresh_in, complete_in, known_done_in = fields[:4]
         differs_in, n_after_in, beats_copy_in = fields[4:7]
-        flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, retransmit_in)
+        flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, known_done_in)
         new_in = Signal(slot_state(p))
         m.d.comb += new_in.eq(Cat(*(per_copy[v][pos - copy_l.size:pos] for v in range(2))))
 
@@ -284,7 +292,8 @@ class Decision(wiring.Component):
         flags = stage(flags_in, "s_flags")
         n_after = stage(n_after_in, "s_n_after")
         both_beats = stage(beats_in, "s_beats")
-        new_contributor, fresh_round, complete, desc_ok, retransmit = (flags[k] for k in range(5))
+        new_contributor, fresh_round, complete, desc_ok, known_done = (flags[k] for k in range(5))
+        retransmit = desc_ok & known_done
 
         # ---- after it: the metadata compare's outcome decides ACCEPT or MISMATCH
         copy = state[desc.meta.ver]

@@ -32,20 +32,21 @@ class PayloadBuffer(CheckedComponent):
         Beats to store. ``w.ready`` is registered: high when fewer than
         ``depth - 2`` beats (``depth - 1`` with ``compact=True``) were
         counted in the previous cycle (before its write and release; a beat
-        is counted from the cycle after its write), so a beat written while
+        is counted from the second cycle after its acceptance), so a beat written while
         it is high always fits. Low in the first cycle after reset. One
         beat per cycle.
     rd_addr : In(address)
         Read address; ``rd_data`` holds that beat :attr:`read_latency`
         cycles later: two (the address registered, one kept copy per
         lane's RAM, then the RAM read and its register), one with
-        ``compact=True``. A beat accepted on ``w`` in
-        cycle t is written into the RAM at the end of cycle t + 1 (the
-        write's data and enable are registered, the address is the write
-        pointer, which counts the registered writes: the enable's fanout
-        to the whole RAM and the pointer start at registers); the caller
-        gives its address from cycle t + 2 on, never earlier. ``compact=True`` (the fewest
-        cells): the write is not registered (readable from cycle t + 1 on).
+        ``compact=True``. A beat accepted on ``w`` in cycle t can be read
+        from cycle t + :attr:`write_latency` on, never earlier: 2 (the
+        accepted beat is registered, then copied into each lane's RAM's
+        kept write enable and data registers and written at the end of
+        t + 2, at that RAM's own write pointer, while the address given in
+        t + 2 is registered and read in t + 3: no net from logic or from
+        one register fans out to every RAM), 1 with ``compact=True`` (the
+        write is not registered).
     release : In(count)
         Beats freed this cycle, oldest first; the space is seen by
         ``w.ready`` two cycles later (free pointer, then the registered
@@ -98,6 +99,11 @@ class PayloadBuffer(CheckedComponent):
         return self._depth
 
     @property
+    def write_latency(self) -> int:
+        """Cycles from a beat's acceptance on ``w`` to its first read: 2 (1 ``compact``)."""
+        return 1 if self._compact else 2
+
+    @property
     def read_latency(self) -> int:
         """Cycles from ``rd_addr`` to ``rd_data``: 2 (1 ``compact``)."""
         return 1 if self._compact else 2
@@ -127,17 +133,19 @@ class PayloadBuffer(CheckedComponent):
             m.d.comb += self.empty.eq(held == 0)
             m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         else:
-            # The beat accepted is registered, and written (and counted in
-            # each RAM's write pointer) a cycle later: only registers drive the RAM's
-            # write and the pointer's enable. ``held`` lags by the beat in
-            # the register, so the room leaves one more beat. Two kept
-            # copies of the room: one for the writer's side (``w.ready``),
-            # one for the write register's.
+            # The beat accepted is registered (``w_en``, ``w_data``), then
+            # copied into each lane's RAM's kept write registers and written
+            # (and counted in that RAM's write pointer) a cycle later: one
+            # flip-flop drives the copies of the enable, and each copy drives
+            # one RAM and its pointer. ``held`` lags by the beat in ``w_en``,
+            # so the room leaves one more beat. Two kept copies of the room:
+            # one for the writer's side (``w.ready``), one for the accept
+            # register's.
             room = Signal(name="room", attrs=KEEP)
             room_w = Signal(name="room_w", attrs=KEEP)
             m.d.sync += [room.eq(held < depth - 2), room_w.eq(held < depth - 2)]
-            accept = self.w.valid & room_w
-            m.d.sync += w_en.eq(accept)
+            w_data = Signal.like(self.w.payload, name="w_data")
+            m.d.sync += [w_en.eq(self.w.valid & room_w), w_data.eq(self.w.payload)]
             m.d.comb += self.w.ready.eq(room)
             m.d.comb += self.empty.eq((held == 0) & ~w_en)
             # One RAM per lane's element, each with its own (kept) write
@@ -151,7 +159,7 @@ class PayloadBuffer(CheckedComponent):
                 ptr_i = Signal(abits, name=f"w_ptr{i}", attrs=KEEP)
                 data_i = Signal(32, name=f"w_data{i}")
                 addr_i = Signal(abits, name=f"rd_addr{i}", attrs=KEEP)
-                m.d.sync += [en_i.eq(accept), data_i.eq(self.w.payload[i]),
+                m.d.sync += [en_i.eq(w_en), data_i.eq(w_data[i]),
                              addr_i.eq(self.rd_addr)]
                 with m.If(en_i):
                     m.d.sync += ptr_i.eq(ptr_i + 1)

@@ -118,7 +118,8 @@ def _set_state(ctx, dut, rng, words):
 def _set_pre(ctx, dut, worker, workers):
     """With several sources: the descriptor's terms the caller registers."""
     if hasattr(dut, "pre"):
-        ctx.set(dut.pre, {"worker_bit": 1 << worker, "workers_m1": workers - 1,
+        ctx.set(dut.pre, {"worker_bit": 1 << worker,
+                          "workers_m1": min(workers - 1, len(dut.pre.worker_bit)),
                           "workers_is1": int(workers == 1)})
 
 
@@ -221,6 +222,39 @@ def test_decision_matches_golden_model(name, latency, sources, request):
     # The traffic reached every outcome of the slot algorithm.
     assert seen["verdicts"] == {Verdict.ACCEPT, Verdict.RETRANSMIT, Verdict.MISMATCH,
                                 Verdict.DUPLICATE}, seen
+
+
+@pytest.mark.parametrize("workers", [3, 5, 6, 9, 255])
+def test_round_of_more_workers_than_the_core_has_never_completes(workers):
+    """A job register written with W above the core's W_max (the host
+    refuses that; the register holds 8 bits): each contribution of a new
+    worker is counted and the round stays open (the count reaches at most
+    W_max). The decision compares the count in its own width, so W - 1 is
+    clamped first (``desc_terms``), not truncated: W = 5, 6, 9 alias 0, 1,
+    0 there."""
+    params = Params(lanes=2, elements=4, workers=2, slots=2, jobs=1)
+    dut = Decision(params)
+
+    async def tb(ctx):
+        closed = {"bits": 0, "n": 0, "done": 0, "open": 0, "dtype": 0, "op": 0,
+                  "count": 4, "offset": 0}
+        words = [dict(closed), dict(closed)]
+        for worker in range(params.workers):
+            ctx.set(dut.state, words)
+            ctx.set(dut.desc, {
+                "verdict": Verdict.ACCEPT,
+                "meta": {"ver": 0, "job": 0, "slot": 0, "worker": worker,
+                         "dtype": 0, "op": 0, "count": 4, "offset": 0},
+                "tag": 0, "slot_abs": 0, "workers": workers, "beats": 2})
+            await ctx.delay(1e-9)
+            assert Verdict(ctx.get(dut.verdict).value) is Verdict.ACCEPT
+            assert not ctx.get(dut.completes) and not ctx.get(dut.needs_result)
+            words[0] = _copy_of(ctx.get(dut.new_state)[0])
+            assert words[0]["n"] == worker + 1 and words[0]["open"] and not words[0]["done"]
+
+    sim = Simulator(dut)
+    sim.add_testbench(tb)
+    sim.run()
 
 
 @pytest.mark.parametrize("lanes,width", [(1, 5), (3, 7), (5, 4), (8, 9), (12, 8), (40, 9)])

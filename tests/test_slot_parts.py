@@ -54,15 +54,16 @@ def test_payload_buffer_model(depth, compact, request):
         freed = 0               # beats released
         head = 0                # first unclaimed beat
         room = 0                # the registered ready (low after reset)
-        readable = [0, 0]       # beats accepted before the last cycle, before this one
+        # beats accepted up to 3 cycles ago, 2 cycles ago, 1 cycle ago
+        accepted = [0, 0, 0]
         reads = [None] * dut.read_latency    # the beats read, oldest first
         dropping = 0            # beats dropped in the last cycle (counted out now)
         for _ in range(600):
             # a drop is counted out a cycle later unless compact
             held = len(written) - freed + dropping
             # counted by the buffer: every beat written into the RAM (with
-            # the registered write, those accepted before the last cycle)
-            counted = (len(written) if compact else readable[0]) - freed + dropping
+            # the registered write, those accepted two cycles ago or earlier)
+            counted = (len(written) if compact else accepted[-2]) - freed + dropping
             assert ctx.get(dut.w.ready) == room
             assert ctx.get(dut.empty) == (held == 0)
             assert ctx.get(dut.head) == head % depth
@@ -70,10 +71,10 @@ def test_payload_buffer_model(depth, compact, request):
             valid = rng.random() < 0.6
             ctx.set(dut.w.valid, valid)
             ctx.set(dut.w.payload, beat)
-            # Read a held beat accepted two cycles ago or earlier (the RAM
-            # write is registered: not one accepted this cycle or the last;
-            # compact: one cycle ago or earlier).
-            ready_to_read = readable[1] if compact else readable[0]
+            # Read a held beat accepted write_latency cycles ago or earlier
+            # (2, the RAM write registered twice but the read address once:
+            # not one accepted in the last cycle; compact: 1).
+            ready_to_read = accepted[-dut.write_latency]
             addr = rng.randrange(freed, ready_to_read) if ready_to_read > freed else None
             ctx.set(dut.rd_addr, (addr or 0) % depth)
             # the head message's beats, claimed or not (then any count);
@@ -98,7 +99,7 @@ def test_payload_buffer_model(depth, compact, request):
                 head += claim
             freed += release + (claim if dropped else 0)
             dropping = claim if dropped and not compact else 0
-            readable = [readable[1], len(written)]
+            accepted = accepted[1:] + [len(written)]
             # as counted at the start of the cycle
             room = int(counted < (depth - 1 if compact else depth - 2))
 
