@@ -84,6 +84,13 @@ class Decision(wiring.Component):
         With ``sources > 1``: :meth:`desc_terms_of` of ``desc``, which the
         caller registers with it (no decoder or subtraction before the
         compares).
+    last : 2
+        With ``sources > 1``: bit ``v`` is ``desc.meta.ver == v`` and no
+        ``take[v]`` bit set (the message's copy is the last source's,
+        a block RAM's read register for the slot table), registered by the
+        caller with them: the last source's terms meet the others' in the
+        one LUT before the stage register, the others' choice made beside
+        the last source's compares.
     en : 1
         Only with ``latency=1``: the stage register samples ``desc`` and
         ``state`` at the edge.
@@ -143,6 +150,7 @@ class Decision(wiring.Component):
                 "states": In(data.ArrayLayout(slot_state(params), sources)),
                 "take": In(data.ArrayLayout(unsigned(sources - 1), 2)),
                 "pre": In(desc_terms(params)),
+                "last": In(2),
             }),
             "verdict": Out(layouts.Verdict),
             "mode": Out(Mode),
@@ -261,15 +269,29 @@ class Decision(wiring.Component):
         takes = [None, None] if self._sources == 1 else [self.take[v] for v in range(2)]
         per_copy = []
         words = []
+        terms = []
         for v in range(2):
             values = [terms_of(st[v], v) for st in states]
+            terms.append(values)
             per_copy.append(values[0] if self._sources == 1 else chosen(values, takes[v]))
             words.append(states[0][v].as_value() if self._sources == 1
                          else chosen([st[v].as_value() for st in states], takes[v]))
         state_in = Signal(slot_state(p))
         m.d.comb += state_in.eq(Cat(*words))
         widths = [1, 1, 1, 1, 7, n_bits + 1, bbits, copy_l.size]
-        cur = Mux(ver_in, per_copy[1], per_copy[0])      # the message's copy's terms
+        if self._sources == 1:
+            cur = Mux(ver_in, per_copy[1], per_copy[0])      # the message's copy's terms
+        else:
+            # The message's copy's terms: the last source's copy ``v`` where
+            # ``last[v]``, else the other sources' choice for copy ``ver``
+            # (an AND-OR of registered selects: the last source's terms
+            # pass one LUT).
+            others = Mux(ver_in, chosen(terms[1][:-1], takes[1][:-1]),
+                         chosen(terms[0][:-1], takes[0][:-1]))
+            width = len(terms[0][-1])
+            cur = ((terms[0][-1] & self.last[0].replicate(width))
+                   | (terms[1][-1] & self.last[1].replicate(width))
+                   | (others & (~self.last.any()).replicate(width)))
         fields, pos = [], 0
         for w in widths:
             fields.append(cur[pos:pos + w])

@@ -323,7 +323,8 @@ class IssueQueue(CheckedComponent):
                          nxt.beat.eq(cur.beat_nx), nxt.beat_nx.eq(cur.beat_nx + 1),
                          nxt.data_addr.eq(cur.data_addr + 1),
                          nxt.data_prev.eq(cur.data_addr),
-                         nxt.left.eq(Mux(cur.left > L, cur.left - L, 0)),
+                         # (below L only after the last beat, never read then)
+                         nxt.left.eq(cur.left - L),
                          nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
                          nxt.on_last.eq(cur.beat_nx == cur.last_beat),
                          nxt.done.eq(cur.on_last)]

@@ -412,6 +412,13 @@ class SlotTable(CheckedComponent):
                 with m.If(a_moves):
                     m.d.sync += [from_b2.eq(a_same_b2), from_c.eq(hit_last | hit_older)]
                 m.d.comb += decision.take[v].eq(Cat(from_b2, from_c))
+            # the message's copy is the RAM's word's (registered with the takes)
+            b1_last = Signal(2, name="b1_last")
+            with m.If(a_moves):
+                m.d.sync += b1_last.eq(Cat(*(
+                    (a_desc.meta.ver == v) & ~a_same_b2 & ~(hit_last | hit_older)
+                    for v in range(2))))
+            m.d.comb += decision.last.eq(b1_last)
             pipeline_busy = a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
 
         # ---------------- the decision ----------------

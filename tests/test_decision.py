@@ -95,15 +95,16 @@ def _messages(rng: random.Random, params: Params, jobs: JobTable, sw: Switch, n:
             planned.pop((job.id, slot, ver), None)
 
 
-def _set_state(ctx, dut, rng, words):
+def _set_state(ctx, dut, rng, words, ver):
     """The slot word on the decision's input: ``state``, or with several
-    sources, each copy in a random source (``take`` pointing at it) and
-    random words in the others."""
+    sources, each copy in a random source (``take`` pointing at it, ``last``
+    with the message's copy ``ver``) and random words in the others."""
     if not hasattr(dut, "states"):
         ctx.set(dut.state, words)
         return
     n = len(dut.states)
     width = len(dut.states[0].as_value())
+    last = [0, 0]
     for k in range(n):
         ctx.set(dut.states[k].as_value(), rng.getrandbits(width))
     for v in range(2):
@@ -113,6 +114,9 @@ def _set_state(ctx, dut, rng, words):
         bits = (1 << k) | (rng.getrandbits(n - 1) & ~((1 << (k + 1)) - 1)) if k < n - 1 \
             else 0
         ctx.set(dut.take[v], bits & ((1 << (n - 1)) - 1))
+        # last[v]: the message's copy (ver) is v and the last source's
+        last[v] = int(v == ver and k == n - 1)
+    ctx.set(dut.last, last[0] | last[1] << 1)
 
 
 def _set_pre(ctx, dut, worker, workers):
@@ -147,7 +151,7 @@ def test_decision_matches_golden_model(name, latency, sources, request):
             before = [sw.copy_state(job.id, h.slot, v) for v in (0, 1)]
             # Now and then the validator has dropped the message already.
             dropped = rng.choice(DROPS) if rng.random() < 0.1 else None
-            _set_state(ctx, dut, rng, [_copy_value(s) for s in before])
+            _set_state(ctx, dut, rng, [_copy_value(s) for s in before], h.ver)
             ctx.set(dut.desc, {
                 "verdict": Verdict.ACCEPT if dropped is None else dropped,
                 "meta": {"ver": h.ver, "job": h.job, "slot": h.slot, "worker": h.worker,
@@ -161,11 +165,13 @@ def test_decision_matches_golden_model(name, latency, sources, request):
                 ctx.set(dut.en, 1)
                 await ctx.tick()
                 ctx.set(dut.en, 0)
+                other_ver = rng.randrange(2)
                 _set_state(ctx, dut, rng,
-                           [_copy_value(sw.copy_state(*other_slot, v)) for v in (0, 1)])
+                           [_copy_value(sw.copy_state(*other_slot, v)) for v in (0, 1)],
+                           other_ver)
                 ctx.set(dut.desc.meta.worker, rng.randrange(params.workers))
                 _set_pre(ctx, dut, rng.randrange(params.workers), rng.randrange(1, 9))
-                ctx.set(dut.desc.meta.ver, rng.randrange(2))
+                ctx.set(dut.desc.meta.ver, other_ver)
                 ctx.set(dut.desc.verdict, rng.choice(list(Verdict)))
                 await ctx.tick()
             got_verdict = Verdict(ctx.get(dut.verdict).value)
