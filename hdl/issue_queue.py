@@ -136,7 +136,7 @@ class IssueQueue(CheckedComponent):
     write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
     Timing: entries stay in fixed places from arrival to departure (the
-    request takes the lowest free place), their arrival order a registered
+    request takes the lowest empty place), their arrival order a registered
     matrix, so that no entry field passes a shifting multiplexer. The
     choice is one LUT4 per entry (four entries) over registered bits ("may
     issue", and per pair "may issue and arrived before"), computed a cycle
@@ -228,7 +228,7 @@ class IssueQueue(CheckedComponent):
 
         # ---------------- the queue: entries in fixed places ----------------
         # An entry stays in its place from its arrival to the cycle after its
-        # last beat, when it leaves; a request takes the lowest free place.
+        # last beat, when it leaves; a request takes the lowest empty place.
         # Arrival order is a registered matrix (``older``), so no field of
         # an entry passes a shifting multiplexer.
         q = [Signal(entry_l, name=f"entry{i}") for i in range(N)]
@@ -366,7 +366,7 @@ class IssueQueue(CheckedComponent):
                   for j in range(N)]
 
         # A pushed request is registered (``incoming``, no enable: the push
-        # drives one flip-flop), and takes the lowest free place in the next
+        # drives one flip-flop), and takes the lowest empty place in the next
         # cycle.
         req = self.push.payload
         requested = Signal(entry_l)
@@ -469,11 +469,15 @@ class IssueQueue(CheckedComponent):
                          r_copy[a].eq(r_copy[a - 1])]
 
         # The queue after this cycle: a leaving entry's place freed, the
-        # request placed in the lowest free place (only registers decide).
-        free = [~e.valid | e.done for e in q]
+        # request placed in the lowest place empty in this cycle
+        # (``place``, registered: computed in the cycle before from the next
+        # valid bits; there is one: the request was pushed with room after
+        # that cycle, or to a queue empty after it), so that "placed" is
+        # one AND of flip-flops.
+        place = [Signal(name=f"entry{x}_place", init=int(x == 0)) for x in range(N)]
         placed = [Signal(name=f"entry{x}_placed") for x in range(N)]
         for x in range(N):
-            m.d.comb += placed[x].eq(incoming.valid & free[x] & ~Cat(*free[:x]).any())
+            m.d.comb += placed[x].eq(incoming.valid & place[x])
         # Each entry's next value: the request where it is placed, else the
         # entry advanced by a beat where it issues (the choice alone
         # selects), else as it is; its place empties as it leaves.
@@ -486,6 +490,8 @@ class IssueQueue(CheckedComponent):
                 nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
                 nxt_q[x].frees.eq(Mux(placed[x], incoming.frees, q[x].frees + handed[x])),
             ]
+        for x in range(N):
+            m.d.sync += place[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
         # "done" next cycle unless the entry issues now (a request pushed is
         # not done)
         done0 = [Mux(placed[x], 0, q[x].done) for x in range(N)]
