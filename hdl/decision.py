@@ -111,7 +111,12 @@ class Decision(wiring.Component):
         cleared (it has that copy's RESULT).
     state_after : slot_state
         The slot word after the message, whatever its verdict: ``new_state``
-        for ACCEPT, else ``state`` unchanged.
+        for ACCEPT, else ``state_before``.
+    state_before : slot_state
+        The slot word as the message saw it (``state``; with several
+        sources, each copy's chosen word): for a caller that keeps
+        ``new_state`` and this apart and chooses later, from a registered
+        verdict.
     state_after_dup : array of ``copies - 1`` slot_state
         With ``copies > 1`` (``latency=1``): ``state_after`` again, each
         from kept copies of the stage's registers, one per further consumer.
@@ -156,6 +161,7 @@ class Decision(wiring.Component):
             "mode": Out(Mode),
             "new_state": Out(slot_state(params)),
             "state_after": Out(slot_state(params)),
+            "state_before": Out(slot_state(params)),
             **({"state_after_dup": Out(data.ArrayLayout(slot_state(params), copies - 1))}
                if copies > 1 else {}),
             "first": Out(1),
@@ -349,6 +355,7 @@ class Decision(wiring.Component):
             self.beats.eq(beats),
             self.new_state.eq(new),
             self.state_after.eq(Mux(accepted, new, state)),
+            self.state_before.eq(state),
         ]
         # the word after the message for each further consumer, from kept
         # copies of the stage's flags and compares of its own (the choice

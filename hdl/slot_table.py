@@ -103,7 +103,8 @@ class SlotTable(CheckedComponent):
     (sampled as it moves into B1), else C's entries' (those not yet
     written when it was taken, and any pushed since), else the word it
     read; the choice is registered as it moves, so B1 forwards through one
-    multiplexer. A message dropped by the validator passes through the
+    multiplexer (C's entries hold the new word and the word seen apart,
+    with the registered verdict, chosen as they are forwarded). A message dropped by the validator passes through the
     same stages (its slot word unused). With ``acc_ram="compact"`` (fewest
     cells, for slow clocks) there is one stage: B, decided from the slot
     RAM's read register through the combinational decision, one cycle
@@ -166,8 +167,7 @@ class SlotTable(CheckedComponent):
                                                        compact=self._acc_ram == "compact")
         compact = self._acc_ram == "compact"
         m.submodules.decision = decision = Decision(p, latency=0 if compact else 1,
-                                                    sources=1 if compact else 3,
-                                                    copies=1 if compact else 3)
+                                                    sources=1 if compact else 3)
         m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
@@ -227,7 +227,7 @@ class SlotTable(CheckedComponent):
             ("completes", decision.completes),
             # the word after the message (written only for ACCEPT, where it
             # is the new word)
-            ("new_state", decision.new_state if compact else decision.state_after),
+            ("new_state", decision.new_state),
             ("first", decision.first),
             ("round", decision.round),
             ("beats", decision.beats),
@@ -274,6 +274,10 @@ class SlotTable(CheckedComponent):
             e_live = [Signal(name=f"c{k}_live") for k in range(2)]
             e_desc = [Signal(desc_l, name=f"c{k}_desc") for k in range(2)]
             e_terms = [Signal(terms_l, name=f"c{k}_terms") for k in range(2)]
+            # each entry's message: ACCEPT (its word after it is its new
+            # word, else the one it saw: ``e_old``)
+            e_acc = [Signal(name=f"c{k}_accept") for k in range(2)]
+            e_old = [Signal(state_l, name=f"c{k}_old_state") for k in range(2)]
             rptr, wptr = Signal(name="c_rptr"), Signal(name="c_wptr")
             c_room = Signal(init=1)
             b1_valid, b1_desc = Signal(), Signal(desc_l, name="b1_desc")
@@ -295,11 +299,11 @@ class SlotTable(CheckedComponent):
                 with m.If(push_k):
                     m.d.sync += [e_valid[k].eq(1), e_live[k].eq(b_desc.verdict == V.ACCEPT),
                                  e_desc[k].eq(b_desc)]
-                    # (each entry's word after the message from a copy of
-                    # the decision's own)
-                    m.d.sync += [getattr(e_terms[k], name).eq(
-                        decision.state_after_dup[k] if name == "new_state" else value)
-                        for name, value in decided]
+                    # (the word after the message is chosen where it is
+                    # forwarded, from the registered verdict: ``e_acc``)
+                    m.d.sync += [getattr(e_terms[k], name).eq(value) for name, value in decided]
+                    m.d.sync += [e_old[k].eq(decision.state_before),
+                                 e_acc[k].eq(decision.verdict == V.ACCEPT)]
                 with m.Elif(decide & (rptr == k)):
                     m.d.sync += e_valid[k].eq(0)
             with m.If(b_moves):
@@ -392,12 +396,10 @@ class SlotTable(CheckedComponent):
                 with m.If(a_moves):
                     m.d.sync += b1_ram.eq(state_read)
             b1_fwd = Signal(state_l, name="b1_fwd")         # C's youngest of the slot
+            after = [Mux(e_acc[k], e_terms[k].new_state, e_old[k]) for k in range(2)]
             with m.If(a_moves):
-                m.d.sync += [b1_fwd.eq(Mux(hit_last,
-                                           Mux(last, e_terms[1].new_state,
-                                               e_terms[0].new_state),
-                                           Mux(last, e_terms[0].new_state,
-                                               e_terms[1].new_state)))]
+                m.d.sync += [b1_fwd.eq(Mux(hit_last, Mux(last, after[1], after[0]),
+                                           Mux(last, after[0], after[1])))]
             # B2's word after its message, held while B1 waits.
             c_last = Signal(state_l, name="c_last_state")
             with m.If(a_moves | b_moves):
@@ -431,10 +433,6 @@ class SlotTable(CheckedComponent):
         if compact:
             writing = decide & (terms.verdict == V.ACCEPT)
         else:
-            e_acc = [Signal(name=f"c{k}_accept") for k in range(2)]
-            for k in range(2):
-                with m.If(b_moves & (wptr == k)):
-                    m.d.sync += e_acc[k].eq(decision.verdict == V.ACCEPT)
             writing = Mux(rptr, e_valid[1] & e_acc[1], e_valid[0] & e_acc[0])
         written_slot = head.slot_abs
         # Only registers decide: a combine needs a free queue entry, anything
