@@ -437,15 +437,26 @@ class IssueQueue(CheckedComponent):
         # r_hit[a][x]: record a (age a + 1) is a combine beat of entry x's copy
         r_hit = [[Signal(name=f"rec{a}_hit{x}") for x in range(N)] for a in range(window)]
 
-        def recorded(i, beat_index):
-            return Cat(*(r_hit[a][i] & (r_beat[a] == beat_index)
-                         for a in range(window))).any()
+        # The compares themselves are registered, computed in the cycle
+        # before from the next values (below): ``rec_stay[x]`` / ``rec_issue[x]``,
+        # a recorded combine beat of entry x's copy at its beat / next beat;
+        # ``same_beat[x, j]``: entries x and j of one copy at one beat;
+        # ``req_zero[j]``: entry j of the incoming request's copy at beat 0.
+        # What is left in the cycle is one AND-OR with the registered "may
+        # issue" of the others.
+        rec_stay = [Signal(name=f"entry{x}_rec_stay") for x in range(N)]
+        rec_issue = [Signal(name=f"entry{x}_rec_issue") for x in range(N)]
+        same_beat = {}
+        for x in range(N):
+            for j in range(x):
+                same_beat[x, j] = same_beat[j, x] = Signal(name=f"entry{x}_same_beat{j}")
+        req_zero = [Signal(name=f"entry{j}_req_zero") for j in range(N)]
 
         h_stay, h_issue = [], []
         for i in range(N):
-            others = [can[j] & same[i, j] & (q[j].beat == q[i].beat) for j in range(N) if j != i]
-            h_stay.append(Cat(recorded(i, q[i].beat), *others).any())
-            h_issue.append(recorded(i, q[i].beat_nx))
+            others = [can[j] & same_beat[i, j] for j in range(N) if j != i]
+            h_stay.append(Cat(rec_stay[i], *others).any())
+            h_issue.append(rec_issue[i])
         # The incoming request against the held entries and the record.
         inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
         m.d.comb += loop.hazard_addr[0].eq(acc_addr(requested))
@@ -457,8 +468,7 @@ class IssueQueue(CheckedComponent):
             m.d.sync += hz_last.eq(Cat(*(
                 sel[k] & (q[k].copy == requested.copy) & (q[k].beat == 0)
                 for k in range(N))).any())
-        h_req = hz_last | early | Cat(*(can[j] & inc_copy[j] & (q[j].beat == 0)
-                                        for j in range(N))).any()
+        h_req = hz_last | early | Cat(*(can[j] & req_zero[j] for j in range(N))).any()
         # The record: the combine beat issued now (age 1 next cycle), older
         # ones a cycle older.
         if window:
@@ -566,6 +576,55 @@ class IssueQueue(CheckedComponent):
                 if j != x:
                     m.d.sync += after[x, j].eq(nxt_after[x, j])
         m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
+
+        # The hazard compares for next cycle (see ``rec_stay``): each entry's
+        # beat and next beat then are fixed by whether it is placed or
+        # issues now, so each compare is made for each case and the case
+        # chosen after (the choice is the last select). At most one entry
+        # issues, and a request is placed in one place.
+        def beat_next_is(x, value):
+            """Entry x's beat next cycle equals ``value`` (a value of this cycle)."""
+            value = Value.cast(value)
+            return Mux(placed[x], value == 0,
+                       Mux(go[x], q[x].beat_nx == value, q[x].beat == value))
+
+        def beat_nx_next_is(x, value):
+            """Entry x's next beat next cycle equals ``value``."""
+            value = Value.cast(value)
+            return Mux(placed[x], value == 1,
+                       Mux(go[x], q[x].beat_nx + 1 == value, q[x].beat_nx == value))
+        for x in range(N):
+            # the combine beat issued now (age 1 next cycle): by another
+            # entry j of x's copy next cycle (x then does not issue; the
+            # beat x issues itself is of another index)
+            now_stay = [sel[j] & same_next[x, j]
+                        & Mux(placed[x], q[j].beat == 0, q[j].beat == q[x].beat)
+                        for j in range(N) if j != x]
+            now_issue = [sel[j] & same_next[x, j]
+                         & Mux(placed[x], q[j].beat == 1, q[j].beat == q[x].beat_nx)
+                         for j in range(N) if j != x]
+            # the older records, a cycle older next cycle (the incoming
+            # request's against the record where it is placed)
+            old_stay, old_issue = [], []
+            for a in range(1, window):
+                hit = Mux(placed[x], inc_rec[a - 1], r_hit[a - 1][x])
+                old_stay.append(hit & beat_next_is(x, r_beat[a - 1]))
+                old_issue.append(hit & beat_nx_next_is(x, r_beat[a - 1]))
+            m.d.sync += [rec_stay[x].eq(Cat(*now_stay, *old_stay).any()),
+                         rec_issue[x].eq(Cat(*now_issue, *old_issue).any())]
+            for j in range(x):
+                # entries x and j at one beat next cycle (at most one of
+                # them is placed, at most one issues)
+                both = Mux(placed[x], beat_next_is(j, 0),
+                           Mux(placed[j], beat_next_is(x, 0),
+                               Mux(go[x], q[x].beat_nx == q[j].beat,
+                                   Mux(go[j], q[x].beat == q[j].beat_nx,
+                                       q[x].beat == q[j].beat))))
+                m.d.sync += same_beat[x, j].eq(same_next[x, j] & both)
+        for j in range(N):
+            inc_copy_next = Mux(placed[j], incoming.copy == requested.copy,
+                                q[j].copy == requested.copy)
+            m.d.sync += req_zero[j].eq(inc_copy_next & beat_next_is(j, 0))
 
         def older_n(j, k):
             """Entry j arrives before entry k, next cycle (both held)."""

@@ -104,8 +104,9 @@ class SlotTable(CheckedComponent):
     written when it was taken, and any pushed since), else the word it
     read; the choice is registered as it moves, so B1 forwards through one
     multiplexer (C's entries hold the new word and the word seen apart,
-    with the registered verdict, chosen as they are forwarded). A message dropped by the validator passes through the
-    same stages (its slot word unused). With ``acc_ram="compact"`` (fewest
+    with the registered verdict, chosen as they are forwarded). A message
+    dropped by the validator passes through the same stages (its slot word
+    unused). With ``acc_ram="compact"`` (fewest
     cells, for slow clocks) there is one stage: B, decided from the slot
     RAM's read register through the combinational decision, one cycle
     after the message is taken at the earliest; a
