@@ -333,20 +333,18 @@ class IssueQueue(CheckedComponent):
         # Entries leave the cycle after their last beat (at most one a
         # cycle: one beat issues a cycle): only registers decide.
         leaving = [Signal(name=f"entry{i}_leaving") for i in range(N)]
-        keep = [e.valid & ~e.done for e in q]
         for i in range(N):
             m.d.comb += leaving[i].eq(q[i].valid & q[i].done)
         # A request pushed in the previous cycle (``incoming``) counts as held.
         incoming = Signal(entry_l, name="incoming")
-        # (fewer than N of them: a truth table, not a count and a compare)
-        room = Signal()
-        with m.Switch(Cat(*keep, incoming.valid)):
-            for v in range(1 << (N + 1)):
-                if bin(v).count("1") < N:
-                    with m.Case(v):
-                        m.d.comb += room.eq(1)
-        m.d.comb += [self.has_room.eq(room),
-                     self.will_be_empty.eq(~Cat(*keep).any() & ~incoming.valid)]
+        # The entries held after this cycle (valid, not done), counted in
+        # the cycle before (registered, from the next values, below): fewer
+        # than N - 1, fewer than N, none; with ``incoming`` one LUT each.
+        held_lt_m1 = Signal(name="held_fewer_m1", init=int(N >= 2))
+        held_lt = Signal(name="held_fewer", init=1)
+        held_none = Signal(name="held_none", init=1)
+        m.d.comb += [self.has_room.eq(held_lt_m1 | (held_lt & ~incoming.valid)),
+                     self.will_be_empty.eq(held_none & ~incoming.valid)]
 
         # Payload buffer space comes back in arrival order: the oldest entry
         # returns its beats as it leaves; any other hands them (and those
@@ -576,6 +574,13 @@ class IssueQueue(CheckedComponent):
                 if j != x:
                     m.d.sync += after[x, j].eq(nxt_after[x, j])
         m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
+        # held after next cycle: placed now, or held and not issuing its last
+        # beat now
+        keep_next = [placed[x] | (q[x].valid & ~q[x].done & ~(go[x] & q[x].on_last))
+                     for x in range(N)]
+        n_kept = sum(keep_next[1:], Value.cast(keep_next[0]).as_unsigned())
+        m.d.sync += [held_lt_m1.eq(n_kept < N - 1), held_lt.eq(n_kept < N),
+                     held_none.eq(~Cat(*keep_next).any())]
 
         # The hazard compares for next cycle (see ``rec_stay``): each entry's
         # beat and next beat then are fixed by whether it is placed or
