@@ -68,16 +68,20 @@ def test_serve_control_plane(tmp_path, capsys):
         def rank(r):
             with Worker(srv.address, job=1, rank=r, workers=2, slots=4, elements=16,
                         timeout=0.01, retries=100) as w:
-                return w.allreduce(x)
+                return w.allreduce(x), w.stats.resends
         out = run_ranks(rank, 2)
         raise_any(out)
-        assert all(np.array_equal(y, 2 * x) for y in out)
+        assert all(np.array_equal(y, 2 * x) for y, _ in out)
+        # (a loaded machine may resend after the 10 ms timeout: each resend
+        # is one more datagram received, and a RESULT again at most)
+        resends = sum(n for _, n in out)
 
         assert ctl(port, "counters", "--json") == 0
         counters = json.loads(capsys.readouterr().out)
         assert set(counters) >= set(regmap.CORE_COUNTERS) | set(cp.CTRL_COUNTERS) | set(
             cp.SERVE_COUNTERS)
-        assert counters["results"] == 3 and counters["rx"] == 6
+        assert counters["rx"] == 6 + resends
+        assert 3 <= counters["results"] <= 3 + resends
 
         # Wrong key and malformed datagrams: dropped, counted, nothing changed.
         before = srv.ctrl.regs.copy()
