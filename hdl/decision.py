@@ -9,7 +9,6 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
-from netagg.hdl.netlist import KEEP
 from netagg.hdl.slot_layouts import Mode, beat_count_bits, round_meta, slot_state
 from netagg.hdl.validator import descriptor
 from netagg.params import Params
@@ -117,9 +116,6 @@ class Decision(wiring.Component):
         sources, each copy's chosen word): for a caller that keeps
         ``new_state`` and this apart and chooses later, from a registered
         verdict.
-    state_after_dup : array of ``copies - 1`` slot_state
-        With ``copies > 1`` (``latency=1``): ``state_after`` again, each
-        from kept copies of the stage's registers, one per further consumer.
     first : 1
         The contribution opens a round (the copy was empty or done).
     completes : 1
@@ -136,18 +132,14 @@ class Decision(wiring.Component):
         ceil(round.count / L): the beats to combine or to resend.
     """
 
-    def __init__(self, params: Params, *, latency: int = 0, sources: int = 1, copies: int = 1):
+    def __init__(self, params: Params, *, latency: int = 0, sources: int = 1):
         if latency not in (0, 1):
             raise ValueError(f"latency must be 0 or 1, not {latency!r}")
         if type(sources) is not int or not 1 <= sources <= 4:
             raise ValueError(f"sources must be an int in 1..4, not {sources!r}")
-        if type(copies) is not int or not 1 <= copies <= 4 or (copies > 1 and not latency):
-            raise ValueError(f"copies must be an int in 1..4 (1 unless latency=1), "
-                             f"not {copies!r}")
         self._params = params
         self._latency = latency
         self._sources = sources
-        self._copies = copies
         n_shape = slot_state(params).elem_shape["n"].shape
         ports = {
             "desc": In(descriptor(params)),
@@ -162,8 +154,6 @@ class Decision(wiring.Component):
             "new_state": Out(slot_state(params)),
             "state_after": Out(slot_state(params)),
             "state_before": Out(slot_state(params)),
-            **({"state_after_dup": Out(data.ArrayLayout(slot_state(params), copies - 1))}
-               if copies > 1 else {}),
             "first": Out(1),
             "completes": Out(1),
             "needs_result": Out(1),
@@ -357,12 +347,4 @@ class Decision(wiring.Component):
             self.state_after.eq(Mux(accepted, new, state)),
             self.state_before.eq(state),
         ]
-        # the word after the message for each further consumer, from kept
-        # copies of the stage's flags and compares of its own (the choice
-        # of ~70 bits per consumer is not one net)
-        for c in range(self._copies - 1):
-            fl = stage(flags_in, f"s_flags_dup{c}", KEEP)
-            md = stage(differs_in, f"s_differs_dup{c}", KEEP).any()
-            acc_c = fl[3] & fl[0] & (fl[1] | ~md)
-            m.d.comb += self.state_after_dup[c].eq(Mux(acc_c, new, state))
         return m
