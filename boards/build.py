@@ -37,6 +37,20 @@ TOOL_ENV = {
 OOC_FREQ_MHZ = 150.0
 """Clock constraint of the out-of-context core build (the Fmax target)."""
 
+OOC_TIMING_WEIGHT = 40
+"""nextpnr's ``--placer-heap-timingweight`` in the out-of-context core
+build (nextpnr's default: 10). On core 5bacae3 (docs/boards.md, "Session
+22") 40 gave 126.10 and 126.77 MHz for nextpnr's default seed and seed 1
+against 121.62 and 118.95 with the default weight (60: 125.85, 100:
+122.91)."""
+
+OOC_TMG_RIPUP = True
+"""nextpnr's ``--tmg-ripup`` in the out-of-context core build: the router
+rips up and reroutes the critical nets (about twice the routing time). On
+core 5bacae3 with :data:`OOC_TIMING_WEIGHT` (docs/boards.md, "Session
+22"): 128.29, 133.32 and 128.98 MHz for nextpnr's default seed and seeds
+1 and 2, against 126.10, 126.77 and 123.05 without it."""
+
 
 class BuildError(RuntimeError, ValueError):
     """A build that could not complete; its message is one line (a design
@@ -246,7 +260,9 @@ def _check_speed(speed) -> None:
 
 def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
               freq_mhz: float = OOC_FREQ_MHZ, acc_ram: str | None = None,
-              seed: int | None = None, router: str | None = None, speed: int = 6) -> dict:
+              seed: int | None = None, router: str | None = None, speed: int = 6,
+              timing_weight: int | None = OOC_TIMING_WEIGHT,
+              tmg_ripup: bool = OOC_TMG_RIPUP) -> dict:
     """The bare ``netagg_core`` out of context on an ECP5 (speed grade
     ``speed``: 6, the default and the Colorlight boards' grade, 7 or 8):
     ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
@@ -257,7 +273,10 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     ``"ecp5"`` form's blocks outnumber the device's). ``seed``: nextpnr's
     ``--seed`` (default: none given, nextpnr's own); ``router``: its
     ``--router`` (``"router1"``, its default, or ``"router2"``, which
-    converges on congested designs where router1 does not). No bitstream."""
+    converges on congested designs where router1 does not);
+    ``timing_weight``: its ``--placer-heap-timingweight`` (default
+    :data:`OOC_TIMING_WEIGHT`; ``None``: nextpnr's own); ``tmg_ripup``:
+    its ``--tmg-ripup`` (default :data:`OOC_TMG_RIPUP`). No bitstream."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
     _check_speed(speed)
@@ -265,6 +284,10 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         raise ValueError(f"seed must be an int or None, not {seed!r}")
     if router not in (None, "router1", "router2"):
         raise ValueError(f"router must be 'router1', 'router2' or None, not {router!r}")
+    if timing_weight is not None and (type(timing_weight) is not int or timing_weight < 1):
+        raise ValueError(f"timing_weight must be a positive int or None, not {timing_weight!r}")
+    if not isinstance(tmg_ripup, bool):
+        raise ValueError(f"tmg_ripup must be a bool, not {tmg_ripup!r}")
     tool_environment()
     from amaranth.back import rtlil
 
@@ -294,7 +317,10 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
           "--freq", f"{freq_mhz:g}",
           "--timing-allow-fail", "--report", "nextpnr_report.json", "--detailed-timing-report",
           "--log", "netagg_core.tim", *(["--seed", str(seed)] if seed is not None else []),
-          *(["--router", router] if router is not None else [])],
+          *(["--router", router] if router is not None else []),
+          *(["--placer-heap-timingweight", str(timing_weight)]
+            if timing_weight is not None else []),
+          *(["--tmg-ripup"] if tmg_ripup else [])],
          outdir, "nextpnr.log", "netagg_core.tim")
     seconds = time.monotonic() - start
     rep = _collect(outdir / "nextpnr_report.json", outdir / "netagg_core.json", "ecp5")
@@ -305,7 +331,8 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         "top": "netagg_core", "kind": "core",
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
-        "bitstream": None, "seed": seed, "router": router,
+        "bitstream": None, "seed": seed, "router": router, "timing_weight": timing_weight,
+        "tmg_ripup": tmg_ripup,
         # endpoints later than the period, by block and register
         # (report.endpoint_slack)
         "late_endpoints": (slack or {}).get("late"), "endpoints": slack,

@@ -16,7 +16,7 @@ import pytest
 
 from netagg import cli
 from netagg.boards import report
-from netagg.boards.build import build, over_capacity
+from netagg.boards.build import OOC_TIMING_WEIGHT, OOC_TMG_RIPUP, build, over_capacity
 from netagg.boards.registry import BOARDS
 from netagg.params import Params
 
@@ -198,6 +198,7 @@ def test_ooc_build_of_the_default_core_completes(tmp_path):
     params = Params()
     rep = build(params, "ooc-ecp5", tmp_path)
     assert rep["bitstream"] is None and rep["top"] == "netagg_core"
+    assert rep["timing_weight"] == OOC_TIMING_WEIGHT and rep["tmg_ripup"] is OOC_TMG_RIPUP
     assert rep["resources"]["LUT"]["available"] == 83640
     assert rep["resources"]["LUT"]["used"] > 5000
     assert rep["resources"]["BRAM"]["used"] > 0

@@ -262,6 +262,11 @@ def test_speed_grade_reaches_nextpnr_and_the_report(monkeypatch, tmp_path):
             build_mod.build_plain(Params(lanes=2), tmp_path / "c", speed=bad)
         with pytest.raises(ValueError, match="speed must be one of"):
             build_mod.build_ooc(Params(lanes=2), tmp_path / "c", speed=bad)
+    for bad in (0, -3, True, "40", 40.0):
+        with pytest.raises(ValueError, match="timing_weight must be a positive int"):
+            build_mod.build_ooc(Params(lanes=2), tmp_path / "c", timing_weight=bad)
+    with pytest.raises(ValueError, match="tmg_ripup must be a bool"):
+        build_mod.build_ooc(Params(lanes=2), tmp_path / "c", tmg_ripup=1)
     # the sweep passes --speed on and names the grade in its JSON
     got = []
 
