@@ -307,3 +307,30 @@ def test_resources_over_capacity_are_named_from_the_tools_own_log(tmp_path):
     with pytest.raises(build_mod.BuildError,
                        match=r"failed: does not fit: DP16KD 261/208 \(125%\) \(see .*x.tim\)"):
         build_mod._run([str(tool)], tmp_path, "out.log", "x.tim")
+
+
+def test_build_ooc_passes_the_placer_options_to_nextpnr(monkeypatch, tmp_path):
+    """The project flow's placer weight and rip-up reach nextpnr's command
+    line (and leave it when turned off)."""
+    from netagg.params import Params
+    commands = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(cmd, cwd, log, tool_log=None):
+        commands.append(cmd)
+        if "--out-of-context" in cmd:
+            raise Stop
+    monkeypatch.setattr(build_mod, "_run", fake_run)
+    p = Params(lanes=1, elements=4, slots=4, workers=2, jobs=1, dtypes=("int32",), ops=("sum",))
+    with pytest.raises(Stop):
+        build_mod.build_ooc(p, tmp_path / "a")
+    pnr = commands[-1]
+    i = pnr.index("--placer-heap-timingweight")
+    assert pnr[i + 1] == str(build_mod.OOC_TIMING_WEIGHT) and "--tmg-ripup" in pnr
+    assert build_mod.OOC_TMG_RIPUP is True
+    with pytest.raises(Stop):
+        build_mod.build_ooc(p, tmp_path / "b", timing_weight=None, tmg_ripup=False)
+    pnr = commands[-1]
+    assert "--placer-heap-timingweight" not in pnr and "--tmg-ripup" not in pnr
