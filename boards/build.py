@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from netagg.boards import depth as _depth
 from netagg.boards import registry
 from netagg.boards import report as _report
 from netagg.hdl.netlist import fix_rtlil
@@ -258,6 +259,62 @@ def _check_speed(speed) -> None:
         raise ValueError(f"speed must be one of {ECP5_SPEEDS}, not {speed!r}")
 
 
+def _synth_core(params: Params, outdir: Path, *, fp_stages, device: str,
+                acc_ram: str | None) -> str:
+    """Elaborate ``netagg_core`` and run ``synth_ecp5`` on it in ``outdir``
+    (``netagg_core.json``); returns the accumulators' RAM form."""
+    tool_environment()
+    from amaranth.back import rtlil
+
+    from netagg.hdl.core import NetaggCore
+    from netagg.hdl.lane_loop import LaneLoop
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    if acc_ram is None:
+        acc_ram = LaneLoop.acc_ram_for(params, "ecp5", blocks=ECP5_BLOCKS[device])
+    elif acc_ram not in ("memory", "ecp5"):
+        raise ValueError(f"acc_ram must be 'memory' or 'ecp5', not {acc_ram!r}")
+    core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
+    (outdir / "netagg_core.il").write_text(fix_rtlil(rtlil.convert(core, name="netagg_core")))
+    (outdir / "netagg_core.ys").write_text(
+        "read_rtlil netagg_core.il\n"
+        "synth_ecp5 -top netagg_core\n"
+        "stat\n"
+        "write_json netagg_core.json\n")
+    _run([os.environ["YOSYS"], "-q", "-l", "netagg_core.rpt", "netagg_core.ys"],
+         outdir, "yosys.log", "netagg_core.rpt")
+    return acc_ram
+
+
+def synth_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
+              acc_ram: str | None = None, threshold: float = 5.0, top_n: int = 25) -> dict:
+    """The first half of :func:`build_ooc`: ``netagg_core`` through
+    ``synth_ecp5`` alone (about a minute for the default core, against ten
+    for the whole build), and its logic depth
+    (:func:`netagg.boards.depth.logic_depth`: each register's deepest chain
+    of cells, the same for every placement). Writes ``netagg_core.json``
+    and ``depth.json`` in ``outdir``; returns the depth summary with
+    ``params``, ``acc_ram``, ``LUT4`` (the netlist's LUTs) and
+    ``synth_seconds``; ``threshold`` and ``top_n`` as for ``logic_depth``."""
+    if device not in ECP5_DEVICES:
+        raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
+    outdir = Path(outdir)
+    start = time.monotonic()
+    acc_ram = _synth_core(params, outdir, fp_stages=fp_stages, device=device, acc_ram=acc_ram)
+    seconds = time.monotonic() - start
+    with open(outdir / "netagg_core.json", encoding="utf-8") as f:
+        netlist = json.load(f)
+    depth = _depth.logic_depth(netlist, "netagg_core", threshold=threshold, top_n=top_n)
+    luts = sum(c.get("type") == "LUT4"
+               for c in netlist["modules"]["netagg_core"].get("cells", {}).values())
+    result = {"params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
+              "LUT4": luts, **depth, "synth_seconds": round(seconds, 1)}
+    with open(outdir / "depth.json", "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    return result
+
+
 def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
               freq_mhz: float = OOC_FREQ_MHZ, acc_ram: str | None = None,
               seed: int | None = None, router: str | None = None, speed: int = 6,
@@ -288,28 +345,9 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         raise ValueError(f"timing_weight must be a positive int or None, not {timing_weight!r}")
     if not isinstance(tmg_ripup, bool):
         raise ValueError(f"tmg_ripup must be a bool, not {tmg_ripup!r}")
-    tool_environment()
-    from amaranth.back import rtlil
-
-    from netagg.hdl.core import NetaggCore
-    from netagg.hdl.lane_loop import LaneLoop
-
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    if acc_ram is None:
-        acc_ram = LaneLoop.acc_ram_for(params, "ecp5", blocks=ECP5_BLOCKS[device])
-    elif acc_ram not in ("memory", "ecp5"):
-        raise ValueError(f"acc_ram must be 'memory' or 'ecp5', not {acc_ram!r}")
-    core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
-    (outdir / "netagg_core.il").write_text(fix_rtlil(rtlil.convert(core, name="netagg_core")))
-    (outdir / "netagg_core.ys").write_text(
-        "read_rtlil netagg_core.il\n"
-        "synth_ecp5 -top netagg_core\n"
-        "stat\n"
-        "write_json netagg_core.json\n")
-    _run([os.environ["YOSYS"], "-q", "-l", "netagg_core.rpt", "netagg_core.ys"],
-         outdir, "yosys.log", "netagg_core.rpt")
+    acc_ram = _synth_core(params, outdir, fp_stages=fp_stages, device=device, acc_ram=acc_ram)
     synth_seconds = time.monotonic() - start
     dev_opt, package = ECP5_DEVICES[device]
     _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package,
@@ -336,6 +374,8 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         # endpoints later than the period, by block and register
         # (report.endpoint_slack)
         "late_endpoints": (slack or {}).get("late"), "endpoints": slack,
+        # each register's deepest chain of cells (placement-free: depth.py)
+        "logic_depth": _depth.logic_depth(outdir / "netagg_core.json", "netagg_core", top_n=10),
         "synth_seconds": round(synth_seconds, 1),
         "build_seconds": round(seconds, 1),
     }

@@ -208,6 +208,8 @@ def test_ooc_build_of_the_default_core_completes(tmp_path):
     ends = rep["endpoints"]
     assert ends["endpoints"] > 1000 and rep["late_endpoints"] == ends["late"]
     assert sum(ends["late_by_block"].values()) == ends["late"]
+    depth = rep["logic_depth"]
+    assert depth["endpoints"] > 1000 and depth["max"] >= 2.0
     il = (tmp_path / "netagg_core.il").read_text()
     wires = [ln.split()[-1] for ln in il.splitlines() if ln.lstrip().startswith("wire ")]
     assert wires and not any("[" in w for w in wires)

@@ -1,0 +1,187 @@
+"""Logic depth of a synthesised ECP5 netlist: for every flip-flop and block
+RAM input, the deepest chain of cells in front of it, in LUT levels.
+
+Pure Python (no Amaranth, no tools): it reads the Yosys JSON netlist that
+``synth_ecp5`` writes (``netagg_core.json`` of an out-of-context build).
+
+Why: on the LFE5U-85F-6 every level of a control path costs a LUT (0.24 ns)
+and a route (0.5-1.5 ns), so a path's delay is its levels times about 1.1 ns
+plus the clock-to-out, and 150 MHz (6.67 ns) holds about five levels. The
+placement moves a build's Fmax by 3-6 % from seed to seed (docs/boards.md),
+which hides what one change of the logic does; the depth of each endpoint is
+a property of the netlist alone, the same for every placement, so it
+measures a change to the logic without the placement's noise.
+
+Contract: :func:`logic_depth` returns a JSON-serialisable dict:
+``max`` (the deepest endpoint's depth), ``at_least`` (for each threshold of
+:data:`THRESHOLDS`, the endpoints at least that deep), ``by_block`` (for
+the threshold ``threshold``, those endpoints counted by block: the
+register's hierarchical name without its last component), ``deepest`` (the
+``top`` deepest registers: name, endpoints, depth) and ``weights``.
+
+Weights, in LUT levels (a level: one LUT4 and the route into it):
+
+- ``LUT4``: 1; ``PFUMX``, ``L6MUX21``: 0.3 (the slice's wide multiplexers:
+  no route between them and their LUTs);
+- ``CCU2C`` (carry chain): 1 from its LUT inputs, 0.1 from ``CIN``;
+- ``DP16KD`` read data: 1 with the block's output register
+  (``REGMODE_B="OUTREG"``: 0.96 ns from the clock), 5 without it (5.83 ns);
+- ``TRELLIS_DPR16X4`` read data (distributed RAM): 1 after its read address;
+- a flip-flop's output and the module's inputs: 0.
+
+An endpoint is a flip-flop's data, clock enable or set/reset input, or a
+block or distributed RAM's address, data or enable input; its depth is the
+deepest of its inputs' (a flip-flop's register name is that of the net on
+its output).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+__all__ = ["THRESHOLDS", "WEIGHTS", "logic_depth"]
+
+WEIGHTS = {"LUT4": 1.0, "PFUMX": 0.3, "L6MUX21": 0.3, "CCU2C": 1.0, "CCU2C.CIN": 0.1,
+           "DP16KD.OUTREG": 1.0, "DP16KD.NOREG": 5.0, "TRELLIS_DPR16X4": 1.0}
+"""Cell delays in LUT levels (see the module's docstring)."""
+
+THRESHOLDS = (4.0, 4.5, 5.0, 5.5, 6.0)
+"""Depths counted in ``at_least``."""
+
+_COMB = ("LUT4", "PFUMX", "L6MUX21", "CCU2C")
+# endpoint inputs of the sequential cells (every other input of a flip-flop
+# or RAM is its clock)
+_FF_INPUTS = ("DI", "M", "CE", "LSR")
+
+
+def _module(netlist: dict, top: str | None) -> dict:
+    modules = netlist.get("modules", {})
+    if top is None:
+        tops = [n for n, m in modules.items() if m.get("attributes", {}).get("top")]
+        if len(tops) != 1:
+            raise ValueError("the netlist has no single top module: name it (top=...)")
+        top = tops[0]
+    if top not in modules:
+        raise ValueError(f"no module {top!r} in the netlist")
+    return modules[top]
+
+
+def _bits(conn) -> list[int]:
+    return [b for b in conn if isinstance(b, int)]
+
+
+def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
+                top_n: int = 25) -> dict:
+    """The logic depth summary of ``netlist`` (a path to a Yosys JSON netlist,
+    or the loaded dict) for module ``top`` (default: the one marked top)."""
+    if isinstance(netlist, (str, os.PathLike)):
+        with open(netlist, encoding="utf-8") as f:
+            netlist = json.load(f)
+    module = _module(netlist, top)
+    cells = module.get("cells", {})
+
+    names: dict[int, str] = {}
+    for name, net in module.get("netnames", {}).items():
+        # prefer the names a designer gave (fewer "$" and "_" suffixes of
+        # the tools)
+        for bit in _bits(net.get("bits", [])):
+            if bit not in names or name.count("$") < names[bit].count("$"):
+                names[bit] = name
+
+    driver: dict[int, tuple[str, str]] = {}
+    for cname, cell in cells.items():
+        for port, direction in cell.get("port_directions", {}).items():
+            if direction == "output":
+                for bit in _bits(cell["connections"].get(port, [])):
+                    driver[bit] = (cname, port)
+
+    def inputs(cell, ports=None):
+        for port, direction in cell.get("port_directions", {}).items():
+            if direction == "input" and (ports is None or port in ports):
+                yield port, _bits(cell["connections"].get(port, []))
+
+    depth: dict[int, float] = {}
+
+    def cost(bit: int) -> tuple[float, list[int]]:
+        """The delay the cell driving ``bit`` adds, and the bits it waits for."""
+        cname, port = driver[bit]
+        cell = cells[cname]
+        kind = cell["type"]
+        if kind in _COMB:
+            if kind == "CCU2C":
+                deps = [(b, WEIGHTS["CCU2C.CIN"] if p == "CIN" else WEIGHTS["CCU2C"])
+                        for p, bs in inputs(cell) for b in bs]
+                return None, deps
+            return None, [(b, WEIGHTS[kind]) for _, bs in inputs(cell) for b in bs]
+        if kind == "DP16KD":
+            mode = str(cell.get("parameters", {}).get("REGMODE_B", "NOREG")).strip('"')
+            return (WEIGHTS["DP16KD.OUTREG"] if mode == "OUTREG" else WEIGHTS["DP16KD.NOREG"]), []
+        if kind == "TRELLIS_DPR16X4" and port.startswith("DO"):
+            rad = [b for p, bs in inputs(cell) if p.startswith("RAD") for b in bs]
+            return None, [(b, WEIGHTS["TRELLIS_DPR16X4"]) for b in rad] or [(None, 1.0)]
+        return 0.0, []          # a flip-flop's output, or a cell the model does not know
+
+    def depth_of(bit: int) -> float:
+        # iterative: control cones are deep chains of nets
+        stack = [bit]
+        while stack:
+            b = stack[-1]
+            if b in depth:
+                stack.pop()
+                continue
+            if b not in driver:
+                depth[b] = 0.0
+                stack.pop()
+                continue
+            fixed, deps = cost(b)
+            if fixed is not None:
+                depth[b] = fixed
+                stack.pop()
+                continue
+            todo = [d for d, _ in deps if d is not None and d not in depth]
+            if todo:
+                stack.extend(todo)
+                continue
+            depth[b] = max((w + (depth[d] if d is not None else 0.0) for d, w in deps),
+                           default=0.0)
+            stack.pop()
+        return depth[bit]
+
+    endpoints = []          # (depth, register name)
+    for cname, cell in cells.items():
+        kind = cell["type"]
+        if kind == "TRELLIS_FF":
+            q = _bits(cell["connections"].get("Q", []))
+            name = names.get(q[0], cname) if q else cname
+            bits = [b for _, bs in inputs(cell, _FF_INPUTS) for b in bs]
+        elif kind in ("DP16KD", "TRELLIS_DPR16X4"):
+            name = cname
+            bits = [b for p, bs in inputs(cell) if not p.startswith("CLK") for b in bs]
+        else:
+            continue
+        if bits:
+            endpoints.append((max(depth_of(b) for b in bits), name))
+
+    def block(name: str) -> str:
+        return name.rsplit(".", 1)[0] if "." in name else "(top)"
+
+    deep = [(d, n) for d, n in endpoints if d >= threshold - 1e-9]
+    by_block = collections.Counter(block(n) for _, n in deep)
+    per_reg: dict[str, list] = {}
+    for d, n in endpoints:
+        e = per_reg.setdefault(n, [0, 0.0])
+        e[0] += 1
+        e[1] = max(e[1], d)
+    deepest = sorted(per_reg.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top_n]
+    return {
+        "max": round(max((d for d, _ in endpoints), default=0.0), 2),
+        "endpoints": len(endpoints),
+        "at_least": {f"{t:g}": sum(d >= t - 1e-9 for d, _ in endpoints) for t in THRESHOLDS},
+        "threshold": threshold,
+        "by_block": dict(by_block.most_common()),
+        "deepest": [{"register": n, "endpoints": e[0], "depth": round(e[1], 2)}
+                    for n, e in deepest],
+        "weights": dict(WEIGHTS),
+    }
