@@ -148,8 +148,9 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     UART). ``ctrl_key``, ``ctrl_port``: the UDP control plane of an
     Ethernet board (docs/ethernet.md). ``baud``: the bridge's UART rate
     (default: the board's). ``freq_mhz``: the clock constraint of the
-    out-of-context build. ``seeds`` (board builds): place and route up to
-    that many times until every clock meets its constraint
+    out-of-context build. ``seeds``: place and route up to that many times
+    until every clock meets its constraint (the out-of-context build keeps
+    the fastest attempt: :func:`build_ooc`; a board build the last)
     (:func:`netagg.boards.report.timing_misses`), the first with nextpnr's
     default seed, attempt k with ``--seed k``; the report is the last
     attempt's, with ``seed`` (None: the default) and ``attempts`` (each
@@ -164,12 +165,11 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
         if spec.family != "ecp5":
             raise ValueError(f"no out-of-context build for board {board!r} "
                              f"(use {registry.OOC_ECP5})")
-        if seeds != 1:
-            raise ValueError("seeds: board builds only (build_ooc takes one seed)")
         if jobs is not None:
             raise ValueError("a job table is loaded by the bridge boards' tops, "
                              "not by the out-of-context core")
-        return build_ooc(params, outdir, fp_stages=fp_stages, device=device, freq_mhz=freq_mhz)
+        return build_ooc(params, outdir, fp_stages=fp_stages, device=device, freq_mhz=freq_mhz,
+                         seeds=seeds)
     if fp_stages is None:
         fp_stages = spec.fp_stages
     jobs = _load_jobs(jobs, params)
@@ -319,7 +319,7 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
               freq_mhz: float = OOC_FREQ_MHZ, acc_ram: str | None = None,
               seed: int | None = None, router: str | None = None, speed: int = 6,
               timing_weight: int | None = OOC_TIMING_WEIGHT,
-              tmg_ripup: bool = OOC_TMG_RIPUP) -> dict:
+              tmg_ripup: bool = OOC_TMG_RIPUP, seeds: int = 1) -> dict:
     """The bare ``netagg_core`` out of context on an ECP5 (speed grade
     ``speed``: 6, the default and the Colorlight boards' grade, 7 or 8):
     ``synth_ecp5`` and ``nextpnr-ecp5 --out-of-context`` (no I/O buffers,
@@ -333,7 +333,13 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     converges on congested designs where router1 does not);
     ``timing_weight``: its ``--placer-heap-timingweight`` (default
     :data:`OOC_TIMING_WEIGHT`; ``None``: nextpnr's own); ``tmg_ripup``:
-    its ``--tmg-ripup`` (default :data:`OOC_TMG_RIPUP`). No bitstream."""
+    its ``--tmg-ripup`` (default :data:`OOC_TMG_RIPUP`). ``seeds``: place
+    and route the one netlist up to that many times, until the clock meets
+    ``freq_mhz``: the first with ``seed``, attempt k (k >= 2) with
+    ``--seed k``; the report and the files (``nextpnr_report.json``,
+    ``netagg_core.tim``) are the fastest attempt's, with ``seed`` its seed
+    and ``attempts`` each attempt's seed, Fmax, late endpoints and seconds.
+    No bitstream."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
     _check_speed(speed)
@@ -345,32 +351,63 @@ def build_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
         raise ValueError(f"timing_weight must be a positive int or None, not {timing_weight!r}")
     if not isinstance(tmg_ripup, bool):
         raise ValueError(f"tmg_ripup must be a bool, not {tmg_ripup!r}")
+    if type(seeds) is not int or seeds < 1:
+        raise ValueError(f"seeds must be a positive int, not {seeds!r}")
+    if seeds > 1 and seed is not None:
+        raise ValueError("seed names one placement: give seeds (attempts with seeds "
+                         "default, 2, 3, ...) or seed, not both")
     outdir = Path(outdir)
     start = time.monotonic()
     acc_ram = _synth_core(params, outdir, fp_stages=fp_stages, device=device, acc_ram=acc_ram)
     synth_seconds = time.monotonic() - start
     dev_opt, package = ECP5_DEVICES[device]
-    _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package,
-          "--speed", str(speed), "--out-of-context", "--json", "netagg_core.json",
-          "--freq", f"{freq_mhz:g}",
-          "--timing-allow-fail", "--report", "nextpnr_report.json", "--detailed-timing-report",
-          "--log", "netagg_core.tim", *(["--seed", str(seed)] if seed is not None else []),
-          *(["--router", router] if router is not None else []),
-          *(["--placer-heap-timingweight", str(timing_weight)]
-            if timing_weight is not None else []),
-          *(["--tmg-ripup"] if tmg_ripup else [])],
-         outdir, "nextpnr.log", "netagg_core.tim")
+    period = 1000.0 / freq_mhz
+    attempts, best = [], None
+    for attempt in range(1, seeds + 1):
+        a_seed = seed if attempt == 1 else attempt
+        tag = "" if seeds == 1 else f"_seed{a_seed if a_seed is not None else 'default'}"
+        report_name, log_name = f"nextpnr_report{tag}.json", f"netagg_core{tag}.tim"
+        a_start = time.monotonic()
+        _run([os.environ["NEXTPNR_ECP5"], "--quiet", dev_opt, "--package", package,
+              "--speed", str(speed), "--out-of-context", "--json", "netagg_core.json",
+              "--freq", f"{freq_mhz:g}",
+              "--timing-allow-fail", "--report", report_name, "--detailed-timing-report",
+              "--log", log_name, *(["--seed", str(a_seed)] if a_seed is not None else []),
+              *(["--router", router] if router is not None else []),
+              *(["--placer-heap-timingweight", str(timing_weight)]
+                if timing_weight is not None else []),
+              *(["--tmg-ripup"] if tmg_ripup else [])],
+             outdir, "nextpnr.log", log_name)
+        rep = _collect(outdir / report_name, outdir / "netagg_core.json", "ecp5")
+        with open(outdir / report_name) as f:
+            slack = _report.endpoint_slack(json.load(f), period)
+        clock = next(iter(rep["clocks"].values()), None)
+        fmax = clock["fmax_mhz"] if clock else None
+        attempts.append({"seed": a_seed, "fmax_mhz": fmax,
+                         "late_endpoints": (slack or {}).get("late"),
+                         "seconds": round(time.monotonic() - a_start, 1)})
+        if best is None or (fmax or 0) > (best[0] or 0):
+            best = (fmax, a_seed, rep, slack, report_name, log_name)
+        if clock is not None and clock["met"]:
+            break
+        if attempt < seeds:
+            print(f"netagg build: the core at {fmax} MHz with nextpnr seed "
+                  f"{a_seed if a_seed is not None else 'default'} (constraint {freq_mhz:g} MHz); "
+                  f"placing and routing again with --seed {attempt + 1}",
+                  file=sys.stderr, flush=True)
     seconds = time.monotonic() - start
-    rep = _collect(outdir / "nextpnr_report.json", outdir / "netagg_core.json", "ecp5")
-    with open(outdir / "nextpnr_report.json") as f:
-        slack = _report.endpoint_slack(json.load(f), 1000.0 / freq_mhz)
+    _, seed, rep, slack, report_name, log_name = best
+    if seeds > 1:
+        # the fastest attempt's files under the one-attempt names
+        shutil.copyfile(outdir / report_name, outdir / "nextpnr_report.json")
+        shutil.copyfile(outdir / log_name, outdir / "netagg_core.tim")
     result = {
         "board": "ooc-ecp5", "device": f"{device}-{speed} {package} (out of context)",
         "top": "netagg_core", "kind": "core",
         **rep,
         "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
         "bitstream": None, "seed": seed, "router": router, "timing_weight": timing_weight,
-        "tmg_ripup": tmg_ripup,
+        "tmg_ripup": tmg_ripup, "attempts": attempts,
         # endpoints later than the period, by block and register
         # (report.endpoint_slack)
         "late_endpoints": (slack or {}).get("late"), "endpoints": slack,

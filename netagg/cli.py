@@ -140,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 if any clock domain misses its constraint (default: "
                         "reported as met: no, exit 0)")
     p.add_argument("--seeds", type=int, default=1, metavar="N",
-                   help="board builds: place and route up to N times until every clock "
-                        "meets its constraint, nextpnr's default seed first, then --seed 2..N "
-                        "(default 1)")
+                   help="place and route up to N times until every clock meets its "
+                        "constraint, nextpnr's default seed first, then --seed 2..N; a board "
+                        "keeps the last attempt, ooc-ecp5 the fastest (default 1)")
 
     p = sub.add_parser("uart", parents=[params], allow_abbrev=False,
                        help="run a pcap through a board's UART bridge",
@@ -379,9 +379,6 @@ def cmd_build(args, params) -> int:
         raise CliError(f"--seeds must be at least 1, not {args.seeds}")
     seeds = {}
     if args.seeds != 1:
-        if _board(args.board).ooc:
-            raise CliError("--seeds: board builds only (the out-of-context build is one "
-                           "place and route)")
         seeds = {"seeds": args.seeds}
     report = build(params, args.board, outdir, fp_stages=args.fp_stages,
                    ooc=_board(args.board).ooc,

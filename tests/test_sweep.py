@@ -334,3 +334,56 @@ def test_build_ooc_passes_the_placer_options_to_nextpnr(monkeypatch, tmp_path):
         build_mod.build_ooc(p, tmp_path / "b", timing_weight=None, tmg_ripup=False)
     pnr = commands[-1]
     assert "--placer-heap-timingweight" not in pnr and "--tmg-ripup" not in pnr
+
+
+def _fake_ooc_tools(fmax_by_seed, commands):
+    """A stand-in for Yosys and nextpnr in build_ooc: Yosys writes an empty
+    netlist, nextpnr a report whose Fmax is ``fmax_by_seed[seed]``."""
+    def fake_run(cmd, cwd, log, tool_log=None):
+        commands.append(cmd)
+        cwd = Path(cwd)
+        if "--out-of-context" not in cmd:
+            (cwd / "netagg_core.json").write_text(json.dumps(
+                {"modules": {"netagg_core": {"attributes": {"top": 1}, "cells": {},
+                                             "netnames": {}}}}))
+            return
+        seed = int(cmd[cmd.index("--seed") + 1]) if "--seed" in cmd else None
+        report = cmd[cmd.index("--report") + 1]
+        (cwd / report).write_text(json.dumps(
+            {"fmax": {"clk": {"achieved": fmax_by_seed[seed],
+                              "constraint": float(cmd[cmd.index("--freq") + 1])}},
+             "utilization": {"TRELLIS_COMB": {"used": 10, "available": 83640}},
+             "detailed_net_timings": []}))
+        (cwd / cmd[cmd.index("--log") + 1]).write_text(f"seed {seed}\n")
+    return fake_run
+
+
+def test_build_ooc_with_seeds_keeps_the_fastest_placement(monkeypatch, tmp_path):
+    """seeds=N: nextpnr's default seed, then --seed 2..N on the one netlist
+    (synthesised once); the report and the files are the fastest attempt's;
+    an attempt that meets the clock ends the search."""
+    from netagg.params import Params
+    p = Params(lanes=1, elements=4, slots=4, workers=2, jobs=1, dtypes=("int32",), ops=("sum",))
+    commands = []
+    monkeypatch.setattr(build_mod, "_run",
+                        _fake_ooc_tools({None: 120.0, 2: 131.5, 3: 125.0}, commands))
+    monkeypatch.setattr(build_mod, "tool_environment", lambda: None)
+    r = build_mod.build_ooc(p, tmp_path / "a", seeds=3)
+    pnr = [c for c in commands if "--out-of-context" in c]
+    assert len(commands) == 4 and len(pnr) == 3
+    assert ["--seed" in c for c in pnr] == [False, True, True]
+    assert [a["seed"] for a in r["attempts"]] == [None, 2, 3]
+    assert [a["fmax_mhz"] for a in r["attempts"]] == [120.0, 131.5, 125.0]
+    assert r["seed"] == 2 and r["clocks"]["clk"]["fmax_mhz"] == 131.5
+    assert (tmp_path / "a" / "netagg_core.tim").read_text() == "seed 2\n"
+    saved = json.loads((tmp_path / "a" / "nextpnr_report.json").read_text())
+    assert saved["fmax"]["clk"]["achieved"] == 131.5
+    assert json.loads((tmp_path / "a" / "report.json").read_text())["seed"] == 2
+    # met with the first seed: one place and route
+    commands.clear()
+    r = build_mod.build_ooc(p, tmp_path / "b", seeds=3, freq_mhz=100)
+    assert len([c for c in commands if "--out-of-context" in c]) == 1
+    assert r["seed"] is None and len(r["attempts"]) == 1
+    for bad in ({"seeds": 0}, {"seeds": True}, {"seeds": 2, "seed": 5}):
+        with pytest.raises(ValueError, match="seed"):
+            build_mod.build_ooc(p, tmp_path / "c", **bad)
