@@ -112,6 +112,11 @@ def _beats(message, seq: int, lanes: int):
     return list(message)
 
 
+STALL_LIMIT = 50_000
+"""Cycles :func:`run_core` waits for the core to take a beat, send one or
+give a verdict before it fails the run."""
+
+
 def run_core(params: Params, jobs: JobTable, messages, *, seed: int = 0, gap: float = 0.0,
              backpressure: float = 0.0, fp_stages: int | None = None,
              acc_ram: str = "memory", max_cycles: int = 200_000) -> CoreRun:
@@ -148,12 +153,18 @@ def run_core(params: Params, jobs: JobTable, messages, *, seed: int = 0, gap: fl
         i_payload = dut.i.payload.as_value()
         o_payload, v_payload = dut.o.payload.as_value(), dut.v.payload.as_value()
         last_bit = beat_fields("ingress", L)["last"][0]
-        cycle, first = 0, True
+        cycle, first, progress = 0, True, 0
         while True:
+            # a core that stops taking beats and sending anything fails the
+            # run (the driver waits on ``i.ready`` without a bound)
+            assert cycle - progress < STALL_LIMIT, \
+                f"core made no progress for {STALL_LIMIT} cycles (cycle {cycle})"
             ctx.set(dut.o.ready, rng.random() >= backpressure)
             (_, _, i_valid, i_ready, i_data, o_valid, o_ready, o_data, v_valid,
              v_data) = await ctx.tick().sample(dut.i.valid, dut.i.ready, i_payload, dut.o.valid,
                                                dut.o.ready, o_payload, dut.v.valid, v_payload)
+            if (i_valid and i_ready) or (o_valid and o_ready) or v_valid:
+                progress = cycle
             if i_valid and i_ready:
                 run.beats_in.append(cycle)
                 if (i_data >> last_bit) & 1:
