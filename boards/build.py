@@ -149,12 +149,12 @@ def build(params: Params, board: str, outdir, fp_stages=None, ooc: bool = False,
     Ethernet board (docs/ethernet.md). ``baud``: the bridge's UART rate
     (default: the board's). ``freq_mhz``: the clock constraint of the
     out-of-context build. ``seeds``: place and route up to that many times
-    until every clock meets its constraint (the out-of-context build keeps
-    the fastest attempt: :func:`build_ooc`; a board build the last)
+    until every clock meets its constraint
     (:func:`netagg.boards.report.timing_misses`), the first with nextpnr's
-    default seed, attempt k with ``--seed k``; the report is the last
-    attempt's, with ``seed`` (None: the default) and ``attempts`` (each
-    attempt's seed and missed clocks).
+    default seed, attempt k with ``--seed k``; a board build's report is
+    the last attempt's, with ``seed`` (None: the default) and ``attempts``
+    (each attempt's seed and missed clocks); the out-of-context build keeps
+    the fastest attempt instead (:func:`build_ooc`).
     """
     if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, not {seeds!r}")
