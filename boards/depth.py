@@ -17,7 +17,7 @@ Contract: :func:`logic_depth` returns a JSON-serialisable dict:
 :data:`THRESHOLDS`, the endpoints at least that deep), ``by_block`` (for
 the threshold ``threshold``, those endpoints counted by block: the
 register's hierarchical name without its last component), ``deepest`` (the
-``top`` deepest registers: name, endpoints, depth) and ``weights``.
+``top_n`` deepest registers: name, endpoints, depth) and ``weights``.
 
 Weights, in LUT levels (a level: one LUT4 and the route into it):
 
@@ -59,13 +59,18 @@ _FF_INPUTS = ("DI", "M", "CE", "LSR")
 def _module(netlist: dict, top: str | None) -> dict:
     modules = netlist.get("modules", {})
     if top is None:
-        tops = [n for n, m in modules.items() if m.get("attributes", {}).get("top")]
+        tops = [n for n, m in modules.items() if _flag(m.get("attributes", {}).get("top", 0))]
         if len(tops) != 1:
             raise ValueError("the netlist has no single top module: name it (top=...)")
         top = tops[0]
     if top not in modules:
         raise ValueError(f"no module {top!r} in the netlist")
     return modules[top]
+
+
+def _flag(value) -> bool:
+    """A Yosys JSON attribute as a truth value (an int, or a binary string)."""
+    return int(value, 2) != 0 if isinstance(value, str) else bool(value)
 
 
 def _bits(conn) -> list[int]:
@@ -84,8 +89,7 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
 
     names: dict[int, str] = {}
     for name, net in module.get("netnames", {}).items():
-        # prefer the names a designer gave (fewer "$" and "_" suffixes of
-        # the tools)
+        # prefer the names a designer gave (fewer "$" of the tools)
         for bit in _bits(net.get("bits", [])):
             if bit not in names or name.count("$") < names[bit].count("$"):
                 names[bit] = name
@@ -104,8 +108,9 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
 
     depth: dict[int, float] = {}
 
-    def cost(bit: int) -> tuple[float, list[int]]:
-        """The delay the cell driving ``bit`` adds, and the bits it waits for."""
+    def cost(bit: int) -> tuple[float | None, list[tuple[int, float]]]:
+        """The depth of ``bit`` if fixed by its driver, else None and the
+        (input bit, cell delay) pairs it is the deepest of."""
         cname, port = driver[bit]
         cell = cells[cname]
         kind = cell["type"]
@@ -120,7 +125,9 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
             return (WEIGHTS["DP16KD.OUTREG"] if mode == "OUTREG" else WEIGHTS["DP16KD.NOREG"]), []
         if kind == "TRELLIS_DPR16X4" and port.startswith("DO"):
             rad = [b for p, bs in inputs(cell) if p.startswith("RAD") for b in bs]
-            return None, [(b, WEIGHTS["TRELLIS_DPR16X4"]) for b in rad] or [(None, 1.0)]
+            if not rad:
+                return WEIGHTS["TRELLIS_DPR16X4"], []
+            return None, [(b, WEIGHTS["TRELLIS_DPR16X4"]) for b in rad]
         return 0.0, []          # a flip-flop's output, or a cell the model does not know
 
     def depth_of(bit: int) -> float:
@@ -140,12 +147,11 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
                 depth[b] = fixed
                 stack.pop()
                 continue
-            todo = [d for d, _ in deps if d is not None and d not in depth]
+            todo = [d for d, _ in deps if d not in depth]
             if todo:
                 stack.extend(todo)
                 continue
-            depth[b] = max((w + (depth[d] if d is not None else 0.0) for d, w in deps),
-                           default=0.0)
+            depth[b] = max((w + depth[d] for d, w in deps), default=0.0)
             stack.pop()
         return depth[bit]
 

@@ -135,3 +135,16 @@ def test_beat_count_mismatch_never_touches_state():
     assert [v for v, _ in got.verdicts[2:]] == [v for v, _ in exp.verdicts]
     assert sorted(p for p, _ in got.results) == sorted(p for p, _ in exp.results)
     assert got.counters["drop_bad_length"] == 2 and got.counters["rx"] == 5
+
+
+def test_a_core_that_stops_taking_beats_fails_the_run_instead_of_hanging(monkeypatch):
+    """A core that stops taking beats (here: egress never ready, so the
+    first RESULT blocks C's head and then the ingress) fails the run after
+    ``STALL_LIMIT`` cycles instead of hanging it."""
+    from netagg.sim import drive
+    monkeypatch.setattr(drive, "STALL_LIMIT", 400)
+    params, jobs = build("l4k16")
+    msgs = [make_contrib(0, slot, rnd % 2, w, list(range(16)), dtype=DType.INT32, op=Op.SUM)
+            for rnd in range(4) for w in range(3) for slot in range(4)]
+    with pytest.raises(AssertionError, match="not accepted in 400 cycles"):
+        run_core(params, jobs, msgs, backpressure=1.0)

@@ -73,7 +73,7 @@ def test_each_cells_delay_counts_along_the_deepest_chain(tmp_path):
     assert got["f"] == pytest.approx(WEIGHTS["DP16KD.NOREG"])
     assert got["r1"] == pytest.approx(lut + mux + lut)
     assert r["max"] == pytest.approx(WEIGHTS["DP16KD.NOREG"])
-    # a, b and the RAMs' blocks: f, u.c, r1 and v.e are at least 2 deep
+    # at least 2 deep: f and r1 (no hierarchy: "(top)"), u.c, v.e
     assert r["by_block"] == {"(top)": 2, "u": 1, "v": 1}
     assert r["at_least"]["5"] == 1 and r["at_least"]["4"] == 1
     # (a and b have no input: no endpoint)
@@ -82,6 +82,9 @@ def test_each_cells_delay_counts_along_the_deepest_chain(tmp_path):
 
 def test_a_netlist_without_a_single_top_names_it():
     n = _netlist()
+    # Yosys writes attributes as binary strings: all zeros is not the top
+    n["modules"]["not_top"] = {"attributes": {"top": "0" * 32}, "cells": {}, "netnames": {}}
+    assert logic_depth(n)["endpoints"] == 7
     n["modules"]["other"] = {"attributes": {"top": 1}, "cells": {}, "netnames": {}}
     with pytest.raises(ValueError, match="no single top"):
         logic_depth(n)
@@ -96,5 +99,8 @@ def test_synth_ooc_reports_a_small_cores_depth(tmp_path):
     r = build_mod.synth_ooc(p, tmp_path)
     assert r["LUT4"] > 100 and r["endpoints"] > 100 and 1.0 <= r["max"] < 20
     assert json.loads((tmp_path / "depth.json").read_text()) == r
+    again = logic_depth(tmp_path / "netagg_core.json", "netagg_core")
+    assert (r["max"], r["at_least"], r["endpoints"]) == \
+        (again["max"], again["at_least"], again["endpoints"])
     with pytest.raises(ValueError, match="unknown ECP5 device"):
         build_mod.synth_ooc(p, tmp_path, device="LFE5U-99F")
