@@ -1,6 +1,6 @@
 """The slot table's issue queue: decided messages, their beats issued to the
-lane loop (:mod:`netagg.hdl.lane_loop`) one per cycle, with hazard checks
-and the overtaking rules."""
+lane loop (:mod:`netagg.hdl.lane_loop`) one per cycle, with the
+read-after-write holds and the overtaking rules."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _pow2_beats(params: Params) -> bool:
     return params.beats & (params.beats - 1) == 0
 
 
-def _entry(params: Params, data_beats: int) -> data.StructLayout:
+def _entry(params: Params, data_beats: int, gap_bits: int) -> data.StructLayout:
     """A queued message: its request, and how far its beats have been issued."""
     bbits = beat_count_bits(params)
     acc = {} if _pow2_beats(params) else {
@@ -61,6 +61,11 @@ def _entry(params: Params, data_beats: int) -> data.StructLayout:
         # entries that left before it
         "frees": unsigned(data_addr_bits(data_beats) + 2),
         "done": unsigned(1),      # every beat issued; leaves the queue next cycle
+        # a combine's hold on the next message of its copy, from its last
+        # beat on: bit i set if that message may not issue i + 1 cycles
+        # after it (a thermometer of spacing - beats; 0 for a
+        # retransmission)
+        "gap": unsigned(gap_bits),
     })
 
 
@@ -83,7 +88,7 @@ class IssueQueue(CheckedComponent):
     depth : int
         Entries (messages held at once; default :data:`ISSUE_DEPTH` of the
         build form). More entries let more short messages overtake one that
-        waits on a hazard.
+        waits on a hold.
 
     Ports
     -----
@@ -123,17 +128,26 @@ class IssueQueue(CheckedComponent):
         An entry is held, or a beat is in the loop or on ``res_beat``.
 
     Issue rules, in each cycle: the oldest entry that may issue issues one
-    beat. An entry may issue unless it is a combine whose beat's
-    accumulator address was issued less than ``spacing`` (lane latency + 1)
-    cycles ago (read-after-write hazard; the loop forwards results issued
-    earlier), it is a retransmission while the lanes hold combine beats
-    (seen one cycle late; a retransmission is only pushed to an empty
-    queue), or an older entry it must follow has beats left: one of the
-    same slot, a retransmission, or (for a RESULT) another RESULT. So
-    messages of one slot keep their order and RESULT beats never
-    interleave. Loop:
-    ``loop_latency`` = lane latency + 5 cycles from the issue to the
-    write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
+    beat. An entry may issue unless it is a combine held by an older
+    combine of its accumulator copy (below), it is a retransmission while
+    the lanes hold combine beats (seen one cycle late; a retransmission is
+    only pushed to an empty queue), or an older entry it must follow has
+    beats left: one of the same slot, a retransmission, or (for a RESULT)
+    another RESULT. So messages of one slot keep their order and RESULT
+    beats never interleave.
+
+    Read-after-write: two combine beats to one accumulator address issue
+    at least ``spacing`` = D (lane latency + 1; the loop forwards the
+    results of earlier ones) cycles apart. The queue keeps this per
+    message, not per beat: a combine whose predecessor of its copy (a
+    message of its slot, which it follows) had n beats may issue its
+    first beat from D - n + 1 cycles after that one's last beat (at once
+    when n >= D), and then never waits on an address: its beat b issues
+    at least D cycles after the predecessor's beat b, however that one's
+    beats were spaced. This is exact for a predecessor whose beats issued
+    back to back (hammer and lockstep traffic) and a cycle or more early
+    otherwise. Loop: ``loop_latency`` = lane latency + 5 cycles from the
+    issue to the write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
     Timing: entries stay in fixed places from arrival to departure (the
     request takes the lowest empty place), their arrival order a registered
@@ -146,15 +160,17 @@ class IssueQueue(CheckedComponent):
     after the placement. The next "may issue" is formed for the two cases
     of each entry (it issues now, or not), each from registers but for
     one choice term ("an entry it follows issues its last beat now", one
-    LUT from a registered "may issue its last beat"). The hazards compare
-    beat indices only (a few bits): which entries are of one accumulator
-    copy, and which of the combine beats issued in the last ``spacing`` - 2
-    cycles are of each entry's copy, are registered bits kept per place,
-    set as a request joins (its copy compared once with the entries' and
-    the recorded beats'). Which entry arrived just before which (the
-    payload buffer's beats handed on as entries leave) is registered. The
-    request's own first beat is checked against the loop's record of
-    addresses.
+    LUT from a registered "may issue its last beat"). The holds are
+    thermometer codes (``blocked``: bit i, the entry may not issue i
+    cycles from now), shifted each cycle and ORed with the hold of an
+    entry of the copy that may issue its last beat (a register; if it
+    does not, the entry still follows it, and the hold it sets later ends
+    later): no beat index or address is compared. Which entries are of
+    one copy is registered per place, and a request's copy is compared
+    with the entries' and with the record of the last beats issued (the
+    holds of the combines that left) as it is pushed. Which entry arrived
+    just before which (the payload buffer's beats handed on as entries
+    leave) is registered.
     """
 
     @staticmethod
@@ -201,7 +217,18 @@ class IssueQueue(CheckedComponent):
         m = Module()
         p = self._params
         L, B, N = p.lanes, p.beats, self._depth
-        entry_l = _entry(p, self._data_beats)
+        # Read-after-write: two combine beats to one accumulator address
+        # must issue at least D = spacing cycles apart (the loop forwards
+        # the results of earlier ones). Messages of one copy are of one
+        # slot, so the younger issues no beat before the older's last: if
+        # it issues its first beat at least D - n + 1 cycles after the
+        # older's last (n: the older's beats), every beat b of it is at
+        # least D cycles after the older's beat b, however the older's
+        # beats were spaced, and it needs no check after its first beat.
+        # A message's hold is a thermometer of D - n cycles (``gap``).
+        D = LaneLoop.spacing_of(self._fp_stages, self._acc_ram)
+        T = D - 1
+        entry_l = _entry(p, self._data_beats, T)
         pow2 = _pow2_beats(p)
 
         def acc_addr(e):
@@ -209,19 +236,14 @@ class IssueQueue(CheckedComponent):
             if pow2:
                 return Cat(e.beat[:(B - 1).bit_length()], e.copy)
             return e.acc_addr
-        # The loop's hazard ports check the incoming request's address,
-        # split in two: the beat issued a cycle ago (checked when it is
-        # held), and the older ones (checked a cycle earlier, on the request
-        # as it is pushed). The entries' hazards come from the queue's own
-        # record (below).
-        window = max(LaneLoop.spacing_of(self._fp_stages, self._acc_ram) - 2, 0)
-        # (not compact: the address registered here and again in the
+        # (the loop's hazard port is not used: the holds above replace
+        # address compares; not compact: the address registered here and again in the
         # payload buffer, so the payload beat reaches the loop four cycles
         # after its issue)
         compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
-            hazard_ages=(max(window - 1, 0),),
+            hazard_ages=(0,),
             data_latency=2 if compact else 4)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
@@ -247,19 +269,17 @@ class IssueQueue(CheckedComponent):
             return older_lo[j, k] if j < k else ~older_lo[k, j]
 
         unissued = [e.valid & ~e.done for e in q]
-        # "May issue": an entry waiting, not done, without hazard and not
+        # "May issue": an entry waiting, not done, not held and not
         # following an older one with beats left (an entry that must follow
         # an older one issues from the cycle after that one's last beat:
         # done, it leaves then). Registered: computed in the cycle before
         # from the entries' next values (below), so the choice is a
         # priority LUT from flip-flops, and the loop from one choice to the
-        # next crosses this register. The hazard is that of the entry's
-        # beat next cycle: of its next beat if it issues now, of its own if
-        # not.
+        # next crosses this register.
         #
         # "May issue" is kept in three copies of one value (``keep``: not
         # merged), each with its own choice: ``can`` for the queue's control
-        # (the next "may issue", the hazards, "it issued"), ``can_d`` for
+        # (the next "may issue", the holds, "it issued"), ``can_d`` for
         # the entries' fields (the multiplexer of the issuing entry's
         # advanced copy), ``can_i`` for the beat issued to the loop, so
         # that no choice fans out to all three.
@@ -385,6 +405,8 @@ class IssueQueue(CheckedComponent):
             requested.on_last.eq(req.beats == 1),
             requested.data_addr.eq(req.data_addr),
             requested.frees.eq(req.data_beats),
+            # bit i: i + 1 < D - beats + 1, i.e. beats < D - i (a combine)
+            requested.gap.eq(Cat(*(~req.rtx & (req.beats < D - i) for i in range(T)))),
         ]
         if not pow2:
             m.d.comb += [requested.acc_addr.eq(Cat(req.ver, req.slot) * B),
@@ -396,85 +418,39 @@ class IssueQueue(CheckedComponent):
         # that no compare lies on the paths into ``can``.
         inc_copy = [Signal(name=f"incoming_copy{x}") for x in range(N)]
         inc_slot = [Signal(name=f"incoming_slot{x}") for x in range(N)]
-        # The request's first beat against the combine beat issued now
-        # (age 1 next cycle, when the request is ``incoming``): the loop's
-        # record of the older ones is checked on the request too (``early``).
-        hz_last = Signal(name="incoming_hazard_last")
         # Must the incoming request follow entry j? (same slot, a
         # retransmission, or a RESULT behind a RESULT)
         req_after = [inc_slot[j] | e.rtx | (e.result & incoming.result)
                      for j, e in enumerate(q)]
 
-        # Next cycle's hazards. An entry then holds its beat as it is (not
-        # issued now) or the next one (issued now), the request its first.
-        # A candidate has a hazard next cycle if a combine beat to its
-        # address was issued in the last spacing - 2 cycles, or issues now.
-        # For the latter, another entry that may issue (``can``, not
-        # whether it is chosen) stands for one that issues: two entries at
-        # one address are of one slot, so the younger follows the older and
-        # cannot issue next cycle unless the older issues its last beat
-        # now (and a younger one of the copy may not issue while this one
-        # has beats left); a spurious hazard is never read. An entry
-        # issuing now has no older entry of its slot with beats left, so
-        # its next beat has none.
-        #
-        # Two beats share an address when they are of one copy (slot and
-        # version) and have one beat index. Which entries are of one copy
-        # (``same``), and which recorded combine beats are of each entry's
-        # copy (``r_hit``), are registered per place: the compare in the
-        # cycle is the beat index alone.
+        # Which entries are of one copy (``same``, registered per place).
         same = {}
         for k in range(N):
             for j in range(k):
                 same[k, j] = same[j, k] = Signal(name=f"entry{k}_same{j}")
             same[k, k] = Const(1)
-        r_valid = [Signal(name=f"rec{a}_combine") for a in range(window)]
-        r_beat = [Signal(len(q[0].beat), name=f"rec{a}_beat")
-                  for a in range(window)]
-        r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(window)]
-        # r_hit[a][x]: record a (age a + 1) is a combine beat of entry x's copy
-        r_hit = [[Signal(name=f"rec{a}_hit{x}") for x in range(N)] for a in range(window)]
-
-        # The compares themselves are registered, computed in the cycle
-        # before from the next values (below): ``rec_stay[x]`` / ``rec_issue[x]``,
-        # a recorded combine beat of entry x's copy at its beat / next beat;
-        # ``same_beat[x, j]``: entries x and j of one copy at one beat;
-        # ``req_zero[j]``: entry j of the incoming request's copy at beat 0.
-        # What is left in the cycle is one AND-OR with the registered "may
-        # issue" of the others.
-        rec_stay = [Signal(name=f"entry{x}_rec_stay") for x in range(N)]
-        rec_issue = [Signal(name=f"entry{x}_rec_issue") for x in range(N)]
-        same_beat = {}
-        for x in range(N):
-            for j in range(x):
-                same_beat[x, j] = same_beat[j, x] = Signal(name=f"entry{x}_same_beat{j}")
-        req_zero = [Signal(name=f"entry{j}_req_zero") for j in range(N)]
-
-        h_stay, h_issue = [], []
-        for i in range(N):
-            others = [can[j] & same_beat[i, j] for j in range(N) if j != i]
-            h_stay.append(Cat(rec_stay[i], *others).any())
-            h_issue.append(rec_issue[i])
-        # The incoming request against the held entries and the record.
-        inc_rec = [r_valid[a] & (incoming.copy == r_copy[a]) for a in range(window)]
-        m.d.comb += loop.hazard_addr[0].eq(acc_addr(requested))
-        early = Signal(name="incoming_early")
-        m.d.sync += early.eq(loop.hazard[0])
-        # the combine beat issued now: by entry k (``sel``: a
-        # retransmission's beats are no hazard), at its beat
-        if window:
-            m.d.sync += hz_last.eq(Cat(*(
-                sel[k] & (q[k].copy == requested.copy) & (q[k].beat == 0)
-                for k in range(N))).any())
-        h_req = hz_last | early | Cat(*(can[j] & req_zero[j] for j in range(N))).any()
-        # The record: the combine beat issued now (age 1 next cycle), older
-        # ones a cycle older.
-        if window:
-            m.d.sync += [r_valid[0].eq(any_issue & ~rtx_go), r_beat[0].eq(issuing.beat),
-                         r_copy[0].eq(issuing.copy)]
-        for a in range(1, window):
-            m.d.sync += [r_valid[a].eq(r_valid[a - 1]), r_beat[a].eq(r_beat[a - 1]),
-                         r_copy[a].eq(r_copy[a - 1])]
+        # Each entry's hold (``blocked``, registered): bit i set if it may
+        # not issue i cycles from now (a thermometer: a prefix of ones),
+        # set as an entry of its copy that it follows issues its last beat
+        # (that one's ``gap``), shifted each cycle.
+        blocked = [Signal(T, name=f"entry{x}_blocked") for x in range(N)]
+        # The holds of the last combines that left: the record of the last
+        # beats issued (age a + 1: the copy, and the hold as of now), so
+        # that a request of the copy takes it as it joins. The request's
+        # copy is compared with the record as it is pushed (``inc_hit``,
+        # registered, against the record as it is next cycle); the last
+        # beat issued in the cycle it is pushed is that of an entry still
+        # held when it joins (``inc_copy``).
+        r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(T)]
+        r_gap = [Signal(T, name=f"rec{a}_gap") for a in range(T)]
+        inc_hit = [Signal(name=f"incoming_hit{a}") for a in range(T)]
+        m.d.sync += [r_copy[0].eq(issuing.copy),
+                     r_gap[0].eq(Mux(any_issue & ~rtx_go & issuing.on_last, issuing.gap, 0))]
+        for a in range(1, T):
+            m.d.sync += [r_copy[a].eq(r_copy[a - 1]), r_gap[a].eq(r_gap[a - 1] >> 1)]
+        for a in range(1, T):
+            m.d.sync += inc_hit[a].eq(r_copy[a - 1] == requested.copy)
+        m.d.sync += inc_hit[0].eq(0)
 
         # The queue after this cycle: a leaving entry's place freed, the
         # request placed in the lowest place empty in this cycle
@@ -498,8 +474,10 @@ class IssueQueue(CheckedComponent):
                 nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
                 nxt_q[x].frees.eq(Mux(placed[x], incoming.frees, q[x].frees + handed[x])),
             ]
+        place_next = [Signal(name=f"entry{x}_place_new") for x in range(N)]
         for x in range(N):
-            m.d.sync += place[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
+            m.d.comb += place_next[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
+            m.d.sync += place[x].eq(place_next[x])
         # "done" next cycle unless the entry issues now (a request pushed is
         # not done)
         done0 = [Mux(placed[x], 0, q[x].done) for x in range(N)]
@@ -527,6 +505,14 @@ class IssueQueue(CheckedComponent):
                 # request must; placed at j: the entry at x is older
                 m.d.comb += a.eq(Mux(placed[x], req_after[j], Mux(placed[j], 0, after[x, j])))
                 nxt_after[x, j] = a
+        # held[x, j] (registered): entry x (held) must wait for entry j
+        # after that one's last beat (of one copy, and j's hold is a cycle
+        # or more); held_p[x, j]: the same for a request placed at x, but
+        # for the copy (``inc_copy[j]``).
+        held = {(x, j): Signal(name=f"entry{x}_held{j}")
+                for x in range(N) for j in range(N) if j != x}
+        held_p = {(x, j): Signal(name=f"entry{x}_held{j}_p")
+                  for x in range(N) for j in range(N) if j != x}
         may_next = [Signal(name=f"entry{x}_can_new") for x in range(N)]
         for x in range(N):
             # the copy and slot of the entry at x next cycle, against the
@@ -542,28 +528,49 @@ class IssueQueue(CheckedComponent):
                     # the one placed is the younger
                     older_lo[j, x].eq(older_next[j, x]),
                 ]
-            # the combine beat issued now, of the copy of the entry at x
-            # next cycle (the entry that issues it is of its own copy)
-            if window:
-                m.d.sync += r_hit[0][x].eq(Cat(*(sel[j] & same_next[x, j]
-                                                 for j in range(N))).any())
-            for a in range(1, window):
-                m.d.sync += r_hit[a][x].eq(Mux(placed[x], inc_rec[a - 1], r_hit[a - 1][x]))
-            stays_next = Mux(placed[x], h_req, h_stay[x])
+            # This entry's hold next cycle: where it is placed, those of the
+            # record's entries of its copy and of a held entry of its copy
+            # that issued its last beat in the cycle before (it leaves now);
+            # else its own, shifted; and that of an entry of its copy that
+            # may issue its last beat now (``can_last``, a register: if it
+            # does not, this entry still follows it, and the hold it sets
+            # when it does ends later).
+            kept = Const(0, T)
+            rec_hold = Const(0, T)
+            for a in range(1, T):
+                rec_hold = rec_hold | (inc_hit[a].replicate(T) & (r_gap[a] >> 1))
+            for j in range(N):
+                if j != x:
+                    kept = kept | ((q[j].valid & q[j].done & inc_copy[j]).replicate(T)
+                                   & (q[j].gap >> 1))
+            base = Mux(placed[x], rec_hold | kept, blocked[x] >> 1)
+            now = Const(0, T)
+            for j in range(N):
+                if j != x:
+                    now = now | ((can_last[j] & Mux(placed[x], inc_copy[j], same[x, j]))
+                                 .replicate(T) & q[j].gap)
+            m.d.sync += blocked[x].eq(base | now)
             m.d.sync += issued_last[x].eq(go[x])
             # The next "may issue" in two cases, each from registers but for
             # the one choice term it needs. The entry issues now: it
             # followed no entry with beats left (else it could not issue),
-            # and follows none next cycle; it may issue again unless this
-            # beat is its last or its next beat has a hazard. It does not
-            # issue: as it is (or as placed), except that an entry it
-            # follows that issues its last beat now (``last_go``, from the
-            # control copy of the choice) is done next cycle.
-            may_self = ~q[x].rtx & ~q[x].on_last & ~h_issue[x]
-            may_stay = nxt_valid[x] & ~nxt_q[x].rtx & ~done0[x] & ~stays_next
+            # follows none next cycle and is held by none (it issued its
+            # first beat); it may issue again unless this beat is its last.
+            # It does not issue: as it is (or as placed), except that an
+            # entry it follows that issues its last beat now (``last_go``,
+            # from the control copy of the choice) is done next cycle, and
+            # holds it still if it is of its copy and may issue its last
+            # beat now (``held``: if it does not issue it, this entry
+            # follows it still).
+            may_self = ~q[x].rtx & ~q[x].on_last
+            may_stay = nxt_valid[x] & ~nxt_q[x].rtx & ~done0[x] & ~base[0]
             follows_next = Cat(*(nxt_after[x, j] & nxt_valid[j] & ~done0[j] & ~last_go[j]
                                  for j in range(N) if j != x)).any()
-            m.d.comb += may_next[x].eq(Mux(go[x], may_self, may_stay & ~follows_next))
+            held_next = Cat(*(can_last[j] & (held[x, j] | (incoming.valid & held_p[x, j]
+                                                          & inc_copy[j]))
+                              for j in range(N) if j != x)).any()
+            m.d.comb += may_next[x].eq(Mux(go[x], may_self,
+                                           may_stay & ~follows_next & ~held_next))
             m.d.sync += [can[x].eq(may_next[x]), can_d[x].eq(may_next[x]),
                          can_i[x].eq(may_next[x])]
             on_last_next = Mux(placed[x], incoming.on_last,
@@ -573,6 +580,14 @@ class IssueQueue(CheckedComponent):
             for j in range(N):
                 if j != x:
                     m.d.sync += after[x, j].eq(nxt_after[x, j])
+                    # (j's gap is fixed while it is held; placed at j: the
+                    # entry at x is older and never waits for it, but a
+                    # request placed at x next cycle may; an empty place
+                    # waits for none)
+                    gap_next = Mux(placed[j], incoming.gap[0], q[j].gap[0])
+                    m.d.sync += [held[x, j].eq(nxt_valid[x] & ~placed[j] & same_next[x, j]
+                                               & q[j].gap[0]),
+                                 held_p[x, j].eq(place_next[x] & gap_next)]
         m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
         # held after next cycle: placed now, or held and not issuing its last
         # beat now
@@ -581,56 +596,6 @@ class IssueQueue(CheckedComponent):
         n_kept = sum(keep_next[1:], Value.cast(keep_next[0]).as_unsigned())
         m.d.sync += [held_lt_m1.eq(n_kept < N - 1), held_lt.eq(n_kept < N),
                      held_none.eq(~Cat(*keep_next).any())]
-
-        # The hazard compares for next cycle (see ``rec_stay``): each entry's
-        # beat and next beat then are fixed by whether it is placed or
-        # issues now, so each compare is made for each case and the case
-        # chosen after (the choice is the last select). At most one entry
-        # issues, and a request is placed in one place.
-        def beat_next_is(x, value):
-            """Entry x's beat next cycle equals ``value`` (a value of this cycle)."""
-            value = Value.cast(value)
-            return Mux(placed[x], value == 0,
-                       Mux(go[x], q[x].beat_nx == value, q[x].beat == value))
-
-        def beat_nx_next_is(x, value):
-            """Entry x's next beat next cycle equals ``value``."""
-            value = Value.cast(value)
-            return Mux(placed[x], value == 1,
-                       Mux(go[x], q[x].beat_nx + 1 == value, q[x].beat_nx == value))
-        for x in range(N):
-            # the combine beat issued now (age 1 next cycle): by another
-            # entry j of x's copy next cycle (x then does not issue; the
-            # beat x issues itself is of another index)
-            now_stay = [sel[j] & same_next[x, j]
-                        & Mux(placed[x], q[j].beat == 0, q[j].beat == q[x].beat)
-                        for j in range(N) if j != x]
-            now_issue = [sel[j] & same_next[x, j]
-                         & Mux(placed[x], q[j].beat == 1, q[j].beat == q[x].beat_nx)
-                         for j in range(N) if j != x]
-            # the older records, a cycle older next cycle (the incoming
-            # request's against the record where it is placed)
-            old_stay, old_issue = [], []
-            for a in range(1, window):
-                hit = Mux(placed[x], inc_rec[a - 1], r_hit[a - 1][x])
-                old_stay.append(hit & beat_next_is(x, r_beat[a - 1]))
-                old_issue.append(hit & beat_nx_next_is(x, r_beat[a - 1]))
-            m.d.sync += [rec_stay[x].eq(Cat(*now_stay, *old_stay).any()),
-                         rec_issue[x].eq(Cat(*now_issue, *old_issue).any())]
-            for j in range(x):
-                # entries x and j at one beat next cycle (at most one of
-                # them is placed, at most one issues)
-                both = Mux(placed[x], beat_next_is(j, 0),
-                           Mux(placed[j], beat_next_is(x, 0),
-                               Mux(go[x], q[x].beat_nx == q[j].beat,
-                                   Mux(go[j], q[x].beat == q[j].beat_nx,
-                                       q[x].beat == q[j].beat))))
-                m.d.sync += same_beat[x, j].eq(same_next[x, j] & both)
-        for j in range(N):
-            inc_copy_next = Mux(placed[j], incoming.copy == requested.copy,
-                                q[j].copy == requested.copy)
-            m.d.sync += req_zero[j].eq(inc_copy_next & beat_next_is(j, 0))
-
         def older_n(j, k):
             """Entry j arrives before entry k, next cycle (both held)."""
             return older_next[j, k] if j < k else ~older_next[k, j]

@@ -62,11 +62,12 @@ class SlotTable(CheckedComponent):
     Decisions (the slot algorithm) are taken in arrival order. The beats of
     up to four decided messages (two with ``acc_ram="compact"``; the
     :class:`~netagg.hdl.issue_queue.IssueQueue`) are issued to the lanes,
-    one beat per cycle, from two cycles after the decision: a
-    read-after-write hazard (a combine beat of the same copy and index
-    issued less than ``spacing`` = lane latency + 1 cycles ago; the loop
-    forwards the results of earlier ones) holds a message, and a younger
-    one issues meanwhile if it is of another slot (and, for a RESULT, no
+    one beat per cycle, from two cycles after the decision: a combine
+    of n beats following one of its copy waits until ``spacing`` - n + 1
+    cycles after that one's last beat (``spacing`` = lane latency + 1:
+    read after write, the loop forwards the results of earlier beats;
+    :class:`~netagg.hdl.issue_queue.IssueQueue`), and a younger one
+    issues meanwhile if it is of another slot (and, for a RESULT, no
     older RESULT has beats left); messages of one slot keep their order.
     Cycles in which a combine waits and nothing issues pulse ``stall`` (one
     cycle late). Decisions: up to one per cycle (below), so messages of one beat

@@ -102,6 +102,33 @@ def test_back_to_back_same_slot_hazard(acc_ram, fp_stages):
     assert stall > 0
 
 
+@pytest.mark.parametrize("fillers", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("fp_stages", [0, None])
+def test_hold_after_the_previous_message_left(fillers, fp_stages):
+    """One- and two-beat contributions to one slot copy, ``fillers``
+    one-beat messages to other slots between them, so that a message's
+    predecessor of its copy has issued its last beat 1 to about 8 cycles
+    before it joins the issue queue (from the queue's entries or its
+    record of the last beats issued): every sum must see the previous
+    one."""
+    params, jobs = build("l4k16")
+    msgs = []
+    for rnd in range(6):
+        n = 4 if rnd % 3 else 7          # one beat, or two
+        for w in range(3):
+            msgs.append(make_contrib(0, 1, rnd % 2, w,
+                                     [0x3F800000 + 3 * w + rnd + 11 * i for i in range(n)],
+                                     dtype=DType.FP32, op=Op.SUM))
+            for f in range(fillers):
+                # job 0's other slots, then job 1's (two workers: a third
+                # contribution is a retransmission)
+                job, slot, worker = (0, (0, 2, 3)[f], w) if f < 3 else (1, f - 3, w % 2)
+                msgs.append(make_contrib(job, slot, rnd % 2, worker,
+                                         [w + f + 5 * i for i in range(3)],
+                                         dtype=DType.INT32, op=Op.SUM))
+    check(params, jobs, msgs, fp_stages=fp_stages)
+
+
 def test_full_slot_lockstep_no_loss_under_backpressure():
     params, jobs = build("l4k16")
     rng = np.random.default_rng(5)
