@@ -34,13 +34,6 @@ def beats_of(count, lanes: int):
                  for j in range(n.bit_length())))
 
 
-def _increment(value):
-    """``value + 1``, one bit wider, as a LUT function per bit (a count of a
-    few bits: no carry chain after the slot RAM's read register)."""
-    value = Value.cast(value)
-    return Cat(*(value[i] ^ value[:i].all() for i in range(len(value))), value.all())
-
-
 def desc_terms(params: Params) -> data.StructLayout:
     """Terms of a descriptor alone that the decision uses (for a caller that
     registers them with the descriptor: :meth:`Decision.desc_terms_of`)."""
@@ -231,7 +224,7 @@ class Decision(wiring.Component):
             ACCEPT (as the message's copy if ``ver`` is ``v``, else as the
             other copy)."""
             fresh = ~copy.open
-            n_after = Mux(fresh, 1, _increment(copy.n))
+            n_after = Mux(fresh, 1, copy.n + 1)
             new_contributor = ~(copy.bits & worker_bit_in).any()
             # (a known contributor of a completed copy: RETRANSMIT if the
             # message passed the validator, ANDed after the stage register)
