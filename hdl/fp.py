@@ -694,15 +694,12 @@ class FP32ToBF16(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         i = FP32.layout(self.i)
-        nan = _is_nan(FP32, i)
+        nan, inf = _is_nan(FP32, i), _is_inf(FP32, i)
         rounded = ((self.i + 0x7FFF + self.i[16]) >> 16)[:16]
+        r = BF16.layout(rounded)
         m.d.comb += [
             self.o.eq(Mux(nan, BF16.qnan, rounded)),
-            # a finite input rounds to infinity exactly when its exponent
-            # is the largest finite one, the fraction bits kept are all
-            # ones (so the kept value is odd) and the guard bit is set:
-            # from the input, not after the addition
-            self.ovf.eq(self.i[15:31] == 0xFEFF),
+            self.ovf.eq(~nan & ~inf & _is_inf(BF16, r)),
         ]
         return m
 
