@@ -50,12 +50,10 @@ def _entry(params: Params, data_beats: int, gap_bits: int) -> data.StructLayout:
         "op": layouts.Op,
         "beat": unsigned(bbits),            # next beat to issue
         "beat_nx": unsigned(bbits + 1),     # beat + 1 (registered: no adder before a compare)
-        # beats after `beat`, a thermometer (bit i: more than i), so that
-        # the next beat's flags are bits of it, not compares
-        "more": unsigned(max(params.beats - 1, 1)),
-        "mask": unsigned(params.lanes),     # lanes of `beat`
-        "last_mask": unsigned(params.lanes),    # lanes of the last beat
-        "on_last": unsigned(1),             # `beat` is the last
+        "last_beat": unsigned(bbits),       # beats - 1
+        "left": unsigned(layouts.bits_for(params.elements + 1)),  # elements from `beat` on
+        "mask": unsigned(params.lanes),     # lanes of `beat` (lane i: left > i)
+        "on_last": unsigned(1),             # beat == last_beat
         **acc,
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_prev": unsigned(data_addr_bits(data_beats)),   # of the beat issued last
@@ -346,11 +344,10 @@ class IssueQueue(CheckedComponent):
                          nxt.beat.eq(cur.beat_nx), nxt.beat_nx.eq(cur.beat_nx + 1),
                          nxt.data_addr.eq(cur.data_addr + 1),
                          nxt.data_prev.eq(cur.data_addr),
-                         # (never read after the last beat)
-                         nxt.more.eq(cur.more >> 1),
-                         nxt.on_last.eq(~cur.more[1] if B > 2 else 1),
-                         nxt.mask.eq(Mux(~cur.more[1] if B > 2 else 1, cur.last_mask,
-                                         (1 << L) - 1)),
+                         # (below L only after the last beat, never read then)
+                         nxt.left.eq(cur.left - L),
+                         nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
+                         nxt.on_last.eq(cur.beat_nx == cur.last_beat),
                          nxt.done.eq(cur.on_last)]
             if not pow2:
                 m.d.comb += [nxt.acc_addr.eq(cur.acc_next), nxt.acc_next.eq(cur.acc_next + 1)]
@@ -392,16 +389,6 @@ class IssueQueue(CheckedComponent):
         # cycle.
         req = self.push.payload
         requested = Signal(entry_l)
-        # the lanes of the last beat: its element count (count - (beats - 1)
-        # x L, from 1 to L) above the lane's index
-        if L == 1:
-            last_mask = Const(1, 1)
-        elif L & (L - 1) == 0:
-            rest = req.count[:(L - 1).bit_length()]         # count mod L
-            last_mask = Cat(*((rest == 0) | (rest > k) for k in range(L)))
-        else:
-            last_count = req.count - (req.beats - 1) * L
-            last_mask = Cat(*(last_count > k for k in range(L)))
         m.d.comb += [
             requested.valid.eq(self.push.valid),
             requested.rtx.eq(req.rtx),
@@ -413,9 +400,9 @@ class IssueQueue(CheckedComponent):
             requested.op.eq(req.op),
             requested.beat.eq(0),
             requested.beat_nx.eq(1),
-            requested.more.eq(Cat(*(req.beats > i + 1 for i in range(max(B - 1, 1))))),
+            requested.last_beat.eq(req.beats - 1),
+            requested.left.eq(req.count),
             requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
-            requested.last_mask.eq(last_mask),
             requested.on_last.eq(req.beats == 1),
             requested.data_addr.eq(req.data_addr),
             requested.frees.eq(req.data_beats),
@@ -458,9 +445,8 @@ class IssueQueue(CheckedComponent):
         r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(T)]
         r_gap = [Signal(T, name=f"rec{a}_gap") for a in range(T)]
         inc_hit = [Signal(name=f"incoming_hit{a}") for a in range(T)]
-        # (the hold of the combine that issues its last beat now: ``last_go``
-        # below, an AND-OR of registers; no reset term)
-        m.d.sync += r_copy[0].eq(issuing.copy)
+        m.d.sync += [r_copy[0].eq(issuing.copy),
+                     r_gap[0].eq(Mux(any_issue & ~rtx_go & issuing.on_last, issuing.gap, 0))]
         for a in range(1, T):
             m.d.sync += [r_copy[a].eq(r_copy[a - 1]), r_gap[a].eq(r_gap[a - 1] >> 1)]
         for a in range(1, T):
@@ -502,7 +488,6 @@ class IssueQueue(CheckedComponent):
         can_last = [Signal(name=f"entry{x}_can_last") for x in range(N)]
         last_go = [can_last[x] & ~Cat(*(ahead[0][j, x] for j in range(N) if j != x)).any()
                    for x in range(N)]
-        m.d.sync += r_gap[0].eq(_one_hot_mux(last_go, [e.gap for e in q], T))
         same_next = {}
         for x in range(N):
             same_next[x, x] = Const(1)
