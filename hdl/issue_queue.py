@@ -144,10 +144,9 @@ class IssueQueue(CheckedComponent):
     first beat from D - n + 1 cycles after that one's last beat (at once
     when n >= D), and then never waits on an address: its beat b issues
     at least D cycles after the predecessor's beat b, however that one's
-    beats were spaced (t(b) - b never decreases over its beats, so its
-    last beat bounds them all). It is the earliest start from which the
-    message's beats can issue back to back; a per-beat check could start
-    it earlier, to wait within it. Loop: ``loop_latency`` = lane latency + 5 cycles from the
+    beats were spaced (its last beat bounds them all): the earliest start
+    from which its beats issue back to back (a per-beat check may start it
+    earlier, to wait within it). Loop: ``loop_latency`` = lane latency + 5 cycles from the
     issue to the write-back (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
     Timing: entries stay in fixed places from arrival to departure (the
