@@ -236,12 +236,14 @@ class IssueQueue(CheckedComponent):
             if pow2:
                 return Cat(e.beat[:(B - 1).bit_length()], e.copy)
             return e.acc_addr
-        # (the holds above replace address compares; not compact: the
-        # address registered here and again in the payload buffer, so the
-        # payload beat reaches the loop four cycles after its issue)
+        # (the loop's hazard port is not used: the holds above replace
+        # address compares; not compact: the address registered here and again in the
+        # payload buffer, so the payload beat reaches the loop four cycles
+        # after its issue)
         compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
+            hazard_ages=(0,),
             data_latency=2 if compact else 4)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
@@ -441,13 +443,14 @@ class IssueQueue(CheckedComponent):
         # held when it joins (``inc_copy``).
         r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(T)]
         r_gap = [Signal(T, name=f"rec{a}_gap") for a in range(T)]
-        inc_hit = {a: Signal(name=f"incoming_hit{a}") for a in range(1, T)}
+        inc_hit = [Signal(name=f"incoming_hit{a}") for a in range(T)]
         m.d.sync += [r_copy[0].eq(issuing.copy),
                      r_gap[0].eq(Mux(any_issue & ~rtx_go & issuing.on_last, issuing.gap, 0))]
         for a in range(1, T):
             m.d.sync += [r_copy[a].eq(r_copy[a - 1]), r_gap[a].eq(r_gap[a - 1] >> 1)]
         for a in range(1, T):
             m.d.sync += inc_hit[a].eq(r_copy[a - 1] == requested.copy)
+        m.d.sync += inc_hit[0].eq(0)
 
         # The queue after this cycle: a leaving entry's place freed, the
         # request placed in the lowest place empty in this cycle

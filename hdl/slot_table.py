@@ -210,6 +210,7 @@ class SlotTable(CheckedComponent):
             "verdict": layouts.Verdict,
             "mode": Mode,
             "needs_result": unsigned(1),
+            "result_beats": unsigned(beat_count_bits(p)),
             "result_n": decision.result_n.shape(),
             "completes": unsigned(1),
             "new_state": state_l,
@@ -223,6 +224,7 @@ class SlotTable(CheckedComponent):
             ("verdict", decision.verdict),
             ("mode", decision.mode),
             ("needs_result", decision.needs_result),
+            ("result_beats", Mux(decision.needs_result, decision.beats, 0)),
             ("result_n", decision.result_n),
             ("completes", decision.completes),
             # the word after the message (written only for ACCEPT, where it
@@ -462,10 +464,8 @@ class SlotTable(CheckedComponent):
             req.data_addr.eq(payload.head),
             req.data_beats.eq(Mux(terms.mode == Mode.LANES, head.beats, 0)),
         ]
-        # The RESULT's beats (0 for a message that causes no RESULT), formed
-        # from C's registered terms (not on the path from B2 into C).
-        result_beats = Mux(terms.needs_result, terms.beats, 0)
-        m.d.comb += [credit.take.eq(decide), credit.beats.eq(result_beats)]
+        # result_beats is 0 for a message that causes no RESULT
+        m.d.comb += [credit.take.eq(decide), credit.beats.eq(terms.result_beats)]
         # the head's payload is claimed by the decision, and freed with it
         # when not needed
         m.d.comb += [payload.claim.eq(head.beats), payload.take.eq(decide),
@@ -488,7 +488,7 @@ class SlotTable(CheckedComponent):
             rd.multicast.eq(terms.verdict == V.ACCEPT),
             rd.workers.eq(head.workers),
             rd.n.eq(terms.result_n),
-            rd.beats.eq(result_beats),
+            rd.beats.eq(terms.result_beats),
         ]
 
         m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing | pipeline_busy)
