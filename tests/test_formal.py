@@ -44,8 +44,8 @@ UNIT_COVER_DEPTH = 15
 MUTATION_RUNS = {
     "double_combine": ("once", 41, True),
     "no_range_check": ("isolation", 19, False),
-    "lost_verdict": ("verdicts", 24, False),
-    "counter_swap": ("verdicts", 25, False),
+    "lost_verdict": ("verdicts", 23, False),
+    "counter_swap": ("verdicts", 24, False),
     "short_multicast": ("results", 23, False),
     "repeat_destination": ("fanout", 14, False),
     "stuck_egress": ("liveness", 32, True),
