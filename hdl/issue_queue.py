@@ -97,11 +97,11 @@ class IssueQueue(CheckedComponent):
         ``has_room`` (a combine) or ``will_be_empty`` (a retransmission);
         registered, it can issue its first beat two cycles later.
     has_room : Out(1)
-        Registered: fewer than ``depth`` entries are held after this cycle,
-        the request pushed in the previous cycle counted.
+        Fewer than ``depth`` entries are held after this cycle, the request
+        pushed in the previous cycle counted (only registers decide).
     will_be_empty : Out(1)
-        Registered: no entry is held after this cycle and none was pushed
-        in the previous one.
+        No entry is held after this cycle and none was pushed in the
+        previous one (only registers decide).
     data_addr : Out(address)
         The payload buffer beat to read: that of the beat issued two cycles
         before, registered (from the registered "it issued" and the
@@ -360,11 +360,11 @@ class IssueQueue(CheckedComponent):
         # The entries held after this cycle (valid, not done), counted in
         # the cycle before (registered, from the next values, below): fewer
         # than N - 1, fewer than N, none; with ``incoming`` one LUT each.
-        # (registered with the request pushed in the cycle before counted:
-        # ``has_room`` and ``will_be_empty`` are flip-flops)
-        has_room = Signal(name="has_room", init=1)
-        will_be_empty = Signal(name="will_be_empty", init=1)
-        m.d.comb += [self.has_room.eq(has_room), self.will_be_empty.eq(will_be_empty)]
+        held_lt_m1 = Signal(name="held_fewer_m1", init=int(N >= 2))
+        held_lt = Signal(name="held_fewer", init=1)
+        held_none = Signal(name="held_none", init=1)
+        m.d.comb += [self.has_room.eq(held_lt_m1 | (held_lt & ~incoming.valid)),
+                     self.will_be_empty.eq(held_none & ~incoming.valid)]
 
         # Payload buffer space comes back in arrival order: the oldest entry
         # returns its beats as it leaves; any other hands them (and those
@@ -594,8 +594,8 @@ class IssueQueue(CheckedComponent):
         keep_next = [placed[x] | (q[x].valid & ~q[x].done & ~(go[x] & q[x].on_last))
                      for x in range(N)]
         n_kept = sum(keep_next[1:], Value.cast(keep_next[0]).as_unsigned())
-        m.d.sync += [has_room.eq((n_kept < N - 1) | ((n_kept < N) & ~self.push.valid)),
-                     will_be_empty.eq(~Cat(*keep_next).any() & ~self.push.valid)]
+        m.d.sync += [held_lt_m1.eq(n_kept < N - 1), held_lt.eq(n_kept < N),
+                     held_none.eq(~Cat(*keep_next).any())]
         def older_n(j, k):
             """Entry j arrives before entry k, next cycle (both held)."""
             return older_next[j, k] if j < k else ~older_next[k, j]

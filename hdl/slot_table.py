@@ -439,18 +439,9 @@ class SlotTable(CheckedComponent):
         written_slot = head.slot_abs
         # Only registers decide: a combine needs a free queue entry, anything
         # else an empty queue.
-        def may_decide(valid, t):
-            room = Mux(t.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
-            return valid & room & (~t.needs_result | credit.ok) & self.res_desc.ready
-        if compact:
-            m.d.comb += decide.eq(may_decide(head_valid, terms))
-        else:
-            # each entry's "may be decided" from registers (a net of its
-            # own, ``keep``), the older one's chosen last: ``rptr`` is one
-            # LUT before ``decide``'s loads
-            e_may = [Signal(name=f"c{k}_may_decide", attrs=KEEP) for k in range(2)]
-            m.d.comb += [e_may[k].eq(may_decide(e_valid[k], e_terms[k])) for k in range(2)]
-            m.d.comb += decide.eq(Mux(rptr, e_may[1], e_may[0]))
+        room = Mux(terms.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
+        m.d.comb += decide.eq(head_valid & room & (~terms.needs_result | credit.ok)
+                              & self.res_desc.ready)
 
         # Address and data are the head's whether or not it is decided: the
         # decision drives the write enable alone.
