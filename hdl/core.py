@@ -14,6 +14,7 @@ from netagg.hdl.fifo import BufferedFIFO
 from netagg.hdl.job_table import JobTable
 from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.multicast import Multicast
+from netagg.hdl.netlist import and_or
 from netagg.hdl.skid import PingPongBuffer, SkidBuffer
 from netagg.hdl.slot_table import SlotTable
 from netagg.hdl.validator import Validator, descriptor
@@ -160,11 +161,11 @@ class NetaggCore(CheckedComponent):
         # Control port: job table writes, registered reads.
         m.d.comb += [jobs.we.eq(self.ctrl_we), jobs.addr.eq(self.ctrl_addr),
                      jobs.wdata.eq(self.ctrl_wdata)]
-        rdata = Signal(32)
-        m.d.comb += rdata.eq(jobs.rdata)
-        for index, name in enumerate(regmap.CORE_COUNTERS):
-            with m.If(self.ctrl_addr == regmap.COUNTER_BASE + index):
-                m.d.comb += rdata.eq(counters[name])
+        # (an AND-OR of every register with its address's exact match, from
+        # kept selects and pairs: 0 at an address that is none of them)
+        rdata = jobs.rdata | and_or(
+            m, [(self.ctrl_addr == regmap.COUNTER_BASE + index, counters[name])
+                for index, name in enumerate(regmap.CORE_COUNTERS)], width=32, name="cnt_read")
         m.d.sync += self.ctrl_rdata.eq(rdata)
 
         m.d.comb += self.idle.eq(~val.busy & ~desc_held & ~desc_q.r_rdy & (desc_q.level == 0)

@@ -32,14 +32,18 @@ class ResultCredit(CheckedComponent):
     free : In(stream, always_ready)
         Beats the back-end returns this cycle (``payload`` when ``valid``).
     ok : Out(1)
-        Registered: the credit after the previous cycle's ``take`` and
-        ``free`` is at least ``need``. High after reset.
+        Registered: the credit after the previous cycle's ``take`` and the
+        ``free`` of the cycle before it is at least ``need``. High after
+        reset.
 
-    The credit register is updated every cycle with ``- beats`` (when
-    ``take``) ``+ free``; ``ok`` follows it with the same register stage
-    (no extra cycle). The register holds the credit less ``need``, so that
-    ``ok`` is the sign of its next value (no compare after the sums). Both
-    outcomes are computed from ``beats`` and ``free`` alone, and ``take``
+    The beats returned are registered as they arrive (no logic between the
+    back-end's registers and the sums) and counted a cycle later: ``ok``
+    is conservative by that cycle, never optimistic. The credit register
+    is updated every cycle with ``- beats`` (when ``take``) ``+`` the
+    registered return; ``ok`` follows it with the same register stage. The
+    register holds the credit less ``need``, so that ``ok`` is the sign of
+    its next value (no compare after the sums). Both outcomes are computed
+    from ``beats`` and the registered return alone, and ``take``
     selects between them: ``take`` is one multiplexer away from the
     registers.
     """
@@ -70,7 +74,8 @@ class ResultCredit(CheckedComponent):
         # its next value's sign, with no compare after the sums.
         width = (cap + 1).bit_length() + 1
         surplus = Signal(signed(width), init=cap - need)
-        returned = Mux(self.free.valid, self.free.payload, 0)
+        returned = Signal(unsigned(width - 1))      # the beats returned a cycle ago
+        m.d.sync += returned.eq(Mux(self.free.valid, self.free.payload, 0))
         kept = Signal(signed(width))         # no claim this cycle
         claimed = Signal(signed(width))      # ``beats`` claimed
         m.d.comb += [kept.eq(surplus + returned), claimed.eq(surplus + returned - self.beats)]

@@ -9,6 +9,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg.hdl import layouts
+from netagg.hdl.netlist import KEEP
 from netagg.hdl.slot_layouts import Mode, beat_count_bits, round_meta, slot_state
 from netagg.hdl.validator import descriptor
 from netagg.params import Params
@@ -225,15 +226,22 @@ class Decision(wiring.Component):
             other copy)."""
             fresh = ~copy.open
             n_after = Mux(fresh, 1, copy.n + 1)
-            new_contributor = ~(copy.bits & worker_bit_in).any()
+            # (the compares each a net of their own, ``keep``: mapped as
+            # trees, not chained into the source choice after them)
+            new_contributor = Signal(name=f"new_contributor{v}", attrs=KEEP)
+            m.d.comb += new_contributor.eq(~(copy.bits & worker_bit_in).any())
             # (a known contributor of a completed copy: RETRANSMIT if the
             # message passed the validator, ANDed after the stage register)
             known_done = ~new_contributor & copy.done
-            complete = Mux(fresh, pre.workers_is1, copy.n == workers_m1)
-            differs = Cat(hdr_in.dtype != copy.dtype, hdr_in.op != copy.op,
-                          hdr_in.count != copy.count,
-                          *(hdr_in.offset[k:k + 8] != copy.offset[k:k + 8]
-                            for k in range(0, 32, 8)))
+            complete = Signal(name=f"complete{v}", attrs=KEEP)
+            differs = Signal(7, name=f"differs{v}", attrs=KEEP)
+            m.d.comb += [
+                complete.eq(Mux(fresh, pre.workers_is1, copy.n == workers_m1)),
+                differs.eq(Cat(hdr_in.dtype != copy.dtype, hdr_in.op != copy.op,
+                               hdr_in.count != copy.count,
+                               *(hdr_in.offset[k:k + 8] != copy.offset[k:k + 8]
+                                 for k in range(0, 32, 8)))),
+            ]
             new = Signal(copy_l, name=f"new{v}_in")
             mine = ver_in == v
             m.d.comb += new.eq(copy)

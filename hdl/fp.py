@@ -685,7 +685,10 @@ class FP32ToBF16(wiring.Component):
     """binary32 -> bfloat16, round to nearest, ties to even; combinational.
 
     Subnormals are rounded like any value (no flush to zero); a finite input
-    that rounds to infinity raises ``ovf``; any NaN gives 0x7FC0.
+    that rounds to infinity raises ``ovf``; any NaN gives 0x7FC0. ``ovf`` is
+    a compare of the input alone (no carry chain before it): exponent 254,
+    the seven kept fraction bits ones and the first dropped bit one (the
+    kept LSB is one, so a tie rounds up too).
     """
 
     def __init__(self):
@@ -694,12 +697,11 @@ class FP32ToBF16(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         i = FP32.layout(self.i)
-        nan, inf = _is_nan(FP32, i), _is_inf(FP32, i)
+        nan = _is_nan(FP32, i)
         rounded = ((self.i + 0x7FFF + self.i[16]) >> 16)[:16]
-        r = BF16.layout(rounded)
         m.d.comb += [
             self.o.eq(Mux(nan, BF16.qnan, rounded)),
-            self.ovf.eq(~nan & ~inf & _is_inf(BF16, r)),
+            self.ovf.eq((i.exp == 0xFE) & (self.i[16:23] == 0x7F) & self.i[15]),
         ]
         return m
 

@@ -54,6 +54,8 @@ def _entry(params: Params, data_beats: int, gap_bits: int) -> data.StructLayout:
         "left": unsigned(layouts.bits_for(params.elements + 1)),  # elements from `beat` on
         "mask": unsigned(params.lanes),     # lanes of `beat` (lane i: left > i)
         "on_last": unsigned(1),             # beat == last_beat
+        "penult": unsigned(1),              # beat + 1 == last_beat
+        "last_m2": unsigned(bbits + 1),     # beats - 2 (all ones for one beat)
         **acc,
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_prev": unsigned(data_addr_bits(data_beats)),   # of the beat issued last
@@ -78,6 +80,35 @@ def _one_hot_mux(sel, values, shape):
     return acc
 
 
+def _loop_terms(m, x, stay, held, follows):
+    """The terms of entry ``x``'s next "may issue" where it does not issue,
+    as nets of at most four inputs each (``keep``), so that the mapping
+    neither chains them nor shares them with other cones: the next "may
+    issue" is their AND. ``stay``: a register; ``held``: two-input terms
+    of registers (``can_last & held``), each holding the entry;
+    ``follows``: (register, choice term) pairs, each holding it when the
+    register is high and the choice term (one LUT from registers) low.
+    Two LUT levels from the registers, the choice terms' nets included."""
+    def net(name, value):
+        sig = Signal(name=f"entry{x}_{name}", attrs=KEEP)
+        m.d.comb += sig.eq(value)
+        return sig
+    level1 = stay if len(held) % 2 == 0 else net("stay1", stay & ~held[-1])
+    pairs = [net(f"held_pair{k}", held[2 * k] | held[2 * k + 1]) for k in range(len(held) // 2)]
+    ok = []
+    for k in range(len(follows) // 2):
+        (p0, g0), (p1, g1) = follows[2 * k], follows[2 * k + 1]
+        ok.append(net(f"free{k}", ~(p0 & ~g0) & ~(p1 & ~g1)))
+    if len(follows) % 2:
+        p, g = follows[-1]
+        extra = pairs[:1]
+        pairs = pairs[1:]
+        ok.append(net("free_last", level1 & ~(p & ~g) & ~Cat(*extra).any()))
+    else:
+        ok.append(level1)
+    return ok + [~pair for pair in pairs]
+
+
 class IssueQueue(CheckedComponent):
     """Up to ``depth`` decided messages, their beats issued one per cycle to
     a :class:`~netagg.hdl.lane_loop.LaneLoop` (the accumulators'
@@ -95,13 +126,14 @@ class IssueQueue(CheckedComponent):
     push : In(stream of issue_request, always_ready)
         A decided message (a combine or a retransmission). Pushed only when
         ``has_room`` (a combine) or ``will_be_empty`` (a retransmission);
-        registered, it can issue its first beat two cycles later.
+        registered, it takes its place in the next cycle and can issue its
+        first beat in the cycle after (three cycles after the push).
     has_room : Out(1)
-        Fewer than ``depth`` entries are held after this cycle, the request
-        pushed in the previous cycle counted (only registers decide).
+        Registered: fewer than ``depth`` entries are held after this cycle,
+        the request pushed in the previous cycle counted.
     will_be_empty : Out(1)
-        No entry is held after this cycle and none was pushed in the
-        previous one (only registers decide).
+        Registered: no entry is held after this cycle and none was pushed
+        in the previous one.
     data_addr : Out(address)
         The payload buffer beat to read: that of the beat issued two cycles
         before, registered (from the registered "it issued" and the
@@ -158,9 +190,13 @@ class IssueQueue(CheckedComponent):
     between entries and the room; the entry registers take the issuing
     entry's advanced copy through one multiplexer after the choice and one
     after the placement. The next "may issue" is formed for the two cases
-    of each entry (it issues now, or not), each from registers but for
-    one choice term ("an entry it follows issues its last beat now", one
-    LUT from a registered "may issue its last beat"). The holds are
+    of each entry (it issues now, or not; an entry placed now may not
+    issue next cycle), each from registers (``stay``: held, a combine, not
+    done, not held next cycle; ``pend``: an entry it follows has beats
+    left) but for the choice terms ("an entry it follows issues its last
+    beat now", one LUT from a registered "may issue its last beat"), as
+    nets of at most four inputs (``keep``): three LUT levels from the
+    registers to the next "may issue". The holds are
     thermometer codes (``blocked``: bit i, the entry may not issue i
     cycles from now), shifted each cycle and ORed with the hold of an
     entry of the copy that may issue its last beat (a register; if it
@@ -236,14 +272,12 @@ class IssueQueue(CheckedComponent):
             if pow2:
                 return Cat(e.beat[:(B - 1).bit_length()], e.copy)
             return e.acc_addr
-        # (the loop's hazard port is not used: the holds above replace
-        # address compares; not compact: the address registered here and again in the
-        # payload buffer, so the payload beat reaches the loop four cycles
-        # after its issue)
+        # (the holds above replace address compares; not compact: the
+        # address registered here and again in the payload buffer, so the
+        # payload beat reaches the loop four cycles after its issue)
         compact = self._acc_ram == "compact"
         m.submodules.loop = loop = LaneLoop(
             p, fp_stages=self._fp_stages, acc_ram=self._acc_ram,
-            hazard_ages=(0,),
             data_latency=2 if compact else 4)
         m.d.comb += loop.data.eq(self.data)
         wiring.connect(m, loop.res_beat, wiring.flipped(self.res_beat))
@@ -256,11 +290,12 @@ class IssueQueue(CheckedComponent):
         q = [Signal(entry_l, name=f"entry{i}") for i in range(N)]
         # Registered per entry, computed in the cycle before (see below):
         # (place 0) "a retransmission waits", "it issued" (``issued_last``);
-        # after[k, j]: entry k must follow the older entry j;
+        # pend[k, j]: entry k must follow the older entry j, and j has beats
+        # left (held, not done);
         # older[j, k] (j < k): entry j arrived before entry k.
         issued_last = [Signal(name=f"entry{i}_issued") for i in range(N)]
         rtx_waits = Signal(name="entry0_rtx_waits")
-        after = {(k, j): Signal(name=f"entry{k}_after{j}")
+        pend = {(k, j): Signal(name=f"entry{k}_pend{j}")
                  for k in range(N) for j in range(N) if j != k}
         older_lo = {(j, k): Signal(name=f"entry{j}_older{k}") for k in range(N) for j in range(k)}
 
@@ -301,7 +336,7 @@ class IssueQueue(CheckedComponent):
 
         def choice(may, ahead_, name):
             """The combine entry that issues: the oldest that may."""
-            sel_ = [Signal(name=f"{name}{i}") for i in range(N)]
+            sel_ = [Signal(name=f"{name}{i}", attrs=KEEP) for i in range(N)]
             for i in range(N):
                 m.d.comb += sel_[i].eq(may[i] & ~Cat(*(ahead_[j, i]
                                                         for j in range(N) if j != i)).any())
@@ -346,7 +381,8 @@ class IssueQueue(CheckedComponent):
                          # (below L only after the last beat, never read then)
                          nxt.left.eq(cur.left - L),
                          nxt.mask.eq(Cat(*(cur.left > L + k for k in range(L)))),
-                         nxt.on_last.eq(cur.beat_nx == cur.last_beat),
+                         nxt.on_last.eq(cur.penult),
+                         nxt.penult.eq(cur.beat_nx == cur.last_m2),
                          nxt.done.eq(cur.on_last)]
             if not pow2:
                 m.d.comb += [nxt.acc_addr.eq(cur.acc_next), nxt.acc_next.eq(cur.acc_next + 1)]
@@ -360,11 +396,11 @@ class IssueQueue(CheckedComponent):
         # The entries held after this cycle (valid, not done), counted in
         # the cycle before (registered, from the next values, below): fewer
         # than N - 1, fewer than N, none; with ``incoming`` one LUT each.
-        held_lt_m1 = Signal(name="held_fewer_m1", init=int(N >= 2))
-        held_lt = Signal(name="held_fewer", init=1)
-        held_none = Signal(name="held_none", init=1)
-        m.d.comb += [self.has_room.eq(held_lt_m1 | (held_lt & ~incoming.valid)),
-                     self.will_be_empty.eq(held_none & ~incoming.valid)]
+        # (registered with the request pushed in the cycle before counted:
+        # ``has_room`` and ``will_be_empty`` are flip-flops)
+        has_room = Signal(name="has_room", init=1)
+        will_be_empty = Signal(name="will_be_empty", init=1)
+        m.d.comb += [self.has_room.eq(has_room), self.will_be_empty.eq(will_be_empty)]
 
         # Payload buffer space comes back in arrival order: the oldest entry
         # returns its beats as it leaves; any other hands them (and those
@@ -403,6 +439,8 @@ class IssueQueue(CheckedComponent):
             requested.left.eq(req.count),
             requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
             requested.on_last.eq(req.beats == 1),
+            requested.penult.eq(req.beats == 2),
+            requested.last_m2.eq(req.beats - 2),
             requested.data_addr.eq(req.data_addr),
             requested.frees.eq(req.data_beats),
             # bit i: i + 1 < D - beats + 1, i.e. beats < D - i (a combine)
@@ -443,14 +481,13 @@ class IssueQueue(CheckedComponent):
         # held when it joins (``inc_copy``).
         r_copy = [Signal(len(q[0].copy), name=f"rec{a}_copy") for a in range(T)]
         r_gap = [Signal(T, name=f"rec{a}_gap") for a in range(T)]
-        inc_hit = [Signal(name=f"incoming_hit{a}") for a in range(T)]
+        inc_hit = {a: Signal(name=f"incoming_hit{a}") for a in range(1, T)}
         m.d.sync += [r_copy[0].eq(issuing.copy),
                      r_gap[0].eq(Mux(any_issue & ~rtx_go & issuing.on_last, issuing.gap, 0))]
         for a in range(1, T):
             m.d.sync += [r_copy[a].eq(r_copy[a - 1]), r_gap[a].eq(r_gap[a - 1] >> 1)]
         for a in range(1, T):
             m.d.sync += inc_hit[a].eq(r_copy[a - 1] == requested.copy)
-        m.d.sync += inc_hit[0].eq(0)
 
         # The queue after this cycle: a leaving entry's place freed, the
         # request placed in the lowest place empty in this cycle
@@ -478,15 +515,14 @@ class IssueQueue(CheckedComponent):
         for x in range(N):
             m.d.comb += place_next[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
             m.d.sync += place[x].eq(place_next[x])
-        # "done" next cycle unless the entry issues now (a request pushed is
-        # not done)
-        done0 = [Mux(placed[x], 0, q[x].done) for x in range(N)]
         # Registered beside "may issue": it may issue, and its beat is its
         # last (so that "it issues its last beat now" is one LUT of the
         # choice's inputs).
         can_last = [Signal(name=f"entry{x}_can_last") for x in range(N)]
-        last_go = [can_last[x] & ~Cat(*(ahead[0][j, x] for j in range(N) if j != x)).any()
-                   for x in range(N)]
+        last_go = [Signal(name=f"entry{x}_last_go", attrs=KEEP) for x in range(N)]
+        for x in range(N):
+            m.d.comb += last_go[x].eq(
+                can_last[x] & ~Cat(*(ahead[0][j, x] for j in range(N) if j != x)).any())
         same_next = {}
         for x in range(N):
             same_next[x, x] = Const(1)
@@ -495,24 +531,26 @@ class IssueQueue(CheckedComponent):
                     placed[x], inc_copy[j], Mux(placed[j], inc_copy[x], same[x, j]))
         older_next = {(j, x): Mux(placed[x], 1, Mux(placed[j], 0, older_lo[j, x]))
                       for x in range(N) for j in range(x)}
-        nxt_after = {}
+        # pend next cycle: placed at x, the entries with beats left that the
+        # request must follow; else as now, until j issues its last beat
+        # (``last_go``) or is done (a retransmission's last beat: its
+        # followers issue a cycle later). Placed at j: the entry at x is
+        # older, and j's place was free or j leaving (pend already low).
+        nxt_pend = {}
         for x in range(N):
             for j in range(N):
                 if j == x:
                     continue
-                a = Signal(name=f"entry{x}_after{j}_new")
-                # placed at x: it follows the entries held at j as the
-                # request must; placed at j: the entry at x is older
-                m.d.comb += a.eq(Mux(placed[x], req_after[j], Mux(placed[j], 0, after[x, j])))
-                nxt_after[x, j] = a
+                a = Signal(name=f"entry{x}_pend{j}_new")
+                m.d.comb += a.eq(Mux(placed[x], req_after[j] & unissued[j],
+                                     pend[x, j] & ~q[j].done) & ~last_go[j])
+                nxt_pend[x, j] = a
         # held[x, j] (registered): entry x (held) must wait for entry j
         # after that one's last beat (of one copy, and j's hold is a cycle
-        # or more); held_p[x, j]: the same for a request placed at x, but
-        # for the copy (``inc_copy[j]``).
+        # or more).
         held = {(x, j): Signal(name=f"entry{x}_held{j}")
                 for x in range(N) for j in range(N) if j != x}
-        held_p = {(x, j): Signal(name=f"entry{x}_held{j}_p")
-                  for x in range(N) for j in range(N) if j != x}
+        stay = [Signal(name=f"entry{x}_stay") for x in range(N)]
         may_next = [Signal(name=f"entry{x}_can_new") for x in range(N)]
         for x in range(N):
             # the copy and slot of the entry at x next cycle, against the
@@ -550,52 +588,58 @@ class IssueQueue(CheckedComponent):
                     now = now | ((can_last[j] & Mux(placed[x], inc_copy[j], same[x, j]))
                                  .replicate(T) & q[j].gap)
             m.d.sync += blocked[x].eq(base | now)
+            # held, not done, a combine and not held next cycle (before the
+            # choice terms below), registered: one flip-flop in the choice's
+            # loop
+            m.d.sync += stay[x].eq(nxt_valid[x] & ~nxt_q[x].rtx & ~nxt_q[x].done
+                                   & ~((base | now) >> 1)[0])
             m.d.sync += issued_last[x].eq(go[x])
-            # The next "may issue" in two cases, each from registers but for
-            # the one choice term it needs. The entry issues now: it
-            # followed no entry with beats left (else it could not issue),
-            # follows none next cycle and is held by none (it issued its
-            # first beat); it may issue again unless this beat is its last.
-            # It does not issue: as it is (or as placed), except that an
+            # The next "may issue" in two cases, each from registers but
+            # for the choice terms it needs. A request placed now may not
+            # issue next cycle (its place is free or leaving now, so
+            # neither case holds; its first "may issue" is formed next
+            # cycle, from its registered hold, ``pend`` and ``held``). The entry
+            # issues now: it followed no entry with beats left (else it
+            # could not issue), follows none next cycle and is held by none
+            # (it issued its first beat); it may issue again unless this
+            # beat is its last. It does not issue: as it is, except that an
             # entry it follows that issues its last beat now (``last_go``,
-            # from the control copy of the choice) is done next cycle, and
-            # holds it still if it is of its copy and may issue its last
-            # beat now (``held``: if it does not issue it, this entry
-            # follows it still).
-            may_self = ~q[x].rtx & ~q[x].on_last
-            may_stay = nxt_valid[x] & ~nxt_q[x].rtx & ~done0[x] & ~base[0]
-            follows_next = Cat(*(nxt_after[x, j] & nxt_valid[j] & ~done0[j] & ~last_go[j]
-                                 for j in range(N) if j != x)).any()
-            held_next = Cat(*(can_last[j] & (held[x, j] | (incoming.valid & held_p[x, j]
-                                                          & inc_copy[j]))
-                              for j in range(N) if j != x)).any()
-            m.d.comb += may_next[x].eq(Mux(go[x], may_self,
-                                           may_stay & ~follows_next & ~held_next))
+            # from the control copy of the choice) no longer has beats left
+            # next cycle, and holds it still if it is of its copy and may
+            # issue its last beat now (``held``: if it does not issue it,
+            # this entry follows it still).
+            # A retransmission's "may issue" is low in both cases, so the
+            # combine choice ``sel`` selects.
+            ok = _loop_terms(m, x, stay[x],
+                             [can_last[j] & held[x, j] for j in range(N) if j != x],
+                             [(pend[x, j], last_go[j]) for j in range(N) if j != x])
+            may_self = Signal(name=f"entry{x}_may_self", attrs=KEEP)
+            self_last = Signal(name=f"entry{x}_self_last", attrs=KEEP)
+            may_stay = Signal(name=f"entry{x}_may_stay", attrs=KEEP)
+            m.d.comb += [may_self.eq(~q[x].rtx & ~q[x].on_last),
+                         self_last.eq(may_self & q[x].penult),
+                         may_stay.eq(Cat(*ok).all()),
+                         may_next[x].eq(Mux(sel[x], may_self, may_stay))]
             m.d.sync += [can[x].eq(may_next[x]), can_d[x].eq(may_next[x]),
-                         can_i[x].eq(may_next[x])]
-            on_last_next = Mux(placed[x], incoming.on_last,
-                               Mux(go[x], bumped[x].on_last, q[x].on_last))
-            m.d.sync += can_last[x].eq(may_next[x] & on_last_next)
+                         can_i[x].eq(may_next[x]),
+                         can_last[x].eq(Mux(sel[x], self_last, may_stay & q[x].on_last))]
             m.d.sync += q[x].eq(nxt_q[x])
             for j in range(N):
                 if j != x:
-                    m.d.sync += after[x, j].eq(nxt_after[x, j])
+                    m.d.sync += pend[x, j].eq(nxt_pend[x, j])
                     # (j's gap is fixed while it is held; placed at j: the
-                    # entry at x is older and never waits for it, but a
-                    # request placed at x next cycle may; an empty place
-                    # waits for none)
-                    gap_next = Mux(placed[j], incoming.gap[0], q[j].gap[0])
-                    m.d.sync += [held[x, j].eq(nxt_valid[x] & ~placed[j] & same_next[x, j]
-                                               & q[j].gap[0]),
-                                 held_p[x, j].eq(place_next[x] & gap_next)]
+                    # entry at x is older and never waits for it; an empty
+                    # place waits for none)
+                    m.d.sync += held[x, j].eq(nxt_valid[x] & ~placed[j] & same_next[x, j]
+                                              & q[j].gap[0])
         m.d.sync += rtx_waits.eq(nxt_valid[0] & nxt_q[0].rtx)
         # held after next cycle: placed now, or held and not issuing its last
         # beat now
         keep_next = [placed[x] | (q[x].valid & ~q[x].done & ~(go[x] & q[x].on_last))
                      for x in range(N)]
         n_kept = sum(keep_next[1:], Value.cast(keep_next[0]).as_unsigned())
-        m.d.sync += [held_lt_m1.eq(n_kept < N - 1), held_lt.eq(n_kept < N),
-                     held_none.eq(~Cat(*keep_next).any())]
+        m.d.sync += [has_room.eq((n_kept < N - 1) | ((n_kept < N) & ~self.push.valid)),
+                     will_be_empty.eq(~Cat(*keep_next).any() & ~self.push.valid)]
         def older_n(j, k):
             """Entry j arrives before entry k, next cycle (both held)."""
             return older_next[j, k] if j < k else ~older_next[k, j]
@@ -606,9 +650,11 @@ class IssueQueue(CheckedComponent):
                         nxt_valid[j] & older_n(j, i)
                         & ~Cat(*(nxt_valid[k] & older_n(j, k) & older_n(k, i)
                                  for k in range(N) if k not in (i, j))).any())
+        # (read only where i may issue: i was not placed now, nor was an
+        # entry j that may issue next cycle, so the order is as now)
         for (j, i) in ahead[0]:
             for copy in ahead:
-                m.d.sync += copy[j, i].eq(may_next[j] & older_n(j, i))
+                m.d.sync += copy[j, i].eq(may_next[j] & older(j, i))
 
         # The payload beat of the beat issued in the previous cycle: its
         # entry's, chosen by the registered "it issued" (the choice reaches

@@ -7,7 +7,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from netagg import regmap
-from netagg.hdl.netlist import KEEP
+from netagg.hdl.netlist import KEEP, and_or
 from netagg.params import Params
 
 job_entry = data.StructLayout({
@@ -28,8 +28,9 @@ class JobTable(wiring.Component):
     Ports:
       ``we``, ``addr`` (job * 4 + register), ``wdata``: register writes,
       effective the next cycle; ``rdata``: the register at ``addr``,
-      combinational. ``lookup_job`` -> ``lookup``: the entry (all zero, so
-      disabled, for ids >= J) and ``lookup_valid`` (id < J);
+      combinational (0 at an address that is none of the job registers).
+      ``lookup_job`` -> ``lookup``: the entry (all zero, so disabled, for
+      ids >= J) and ``lookup_valid`` (id < J);
       ``lookup_slot`` -> ``lookup_slot_ok``: the slot is below both
       ``nslots`` and ``S - base`` (0 when ``base >= S``; registered at the
       write of ``base``: two compares, no sum); low for ids >= J. With
@@ -88,18 +89,17 @@ class JobTable(wiring.Component):
                                      room.eq(Mux(base_w >= S, 0, S - base_w))]
                     with m.Case(regmap.JOB_NSLOTS):
                         m.d.sync += [e.nslots.eq(nslots_w), c.nslots.eq(nslots_w)]
-        with m.Switch(job_sel):
-            for j, e in enumerate(entries):
-                with m.Case(j):
-                    with m.Switch(reg_sel):
-                        with m.Case(regmap.JOB_CTRL):
-                            m.d.comb += self.rdata.eq(
-                                (e.enable << regmap.JOB_ENABLE_BIT)
-                                | (e.workers << regmap.JOB_WORKERS_SHIFT))
-                        with m.Case(regmap.JOB_BASE_SLOT):
-                            m.d.comb += self.rdata.eq(e.base)
-                        with m.Case(regmap.JOB_NSLOTS):
-                            m.d.comb += self.rdata.eq(e.nslots)
+        # The read: an AND-OR of every register with its address's exact
+        # match (0 at any other address), from kept selects and pairs.
+        read_terms = []
+        for j, e in enumerate(entries):
+            words = {regmap.JOB_CTRL: (e.enable << regmap.JOB_ENABLE_BIT)
+                     | (e.workers << regmap.JOB_WORKERS_SHIFT),
+                     regmap.JOB_BASE_SLOT: e.base,
+                     regmap.JOB_NSLOTS: e.nslots}
+            read_terms += [(self.addr == regmap.job_addr(j, reg), word)
+                           for reg, word in words.items()]
+        m.d.comb += self.rdata.eq(and_or(m, read_terms, width=32, name="read"))
         m.d.comb += self.lookup_valid.eq(self.lookup_job < J)
         slot = self.lookup_slot
 

@@ -96,10 +96,6 @@ class LaneLoop(CheckedComponent):
         fewest cells, for small FPGAs at low clocks: a ``Memory`` whose read
         port is transparent to the write-back (read latency 1), no output
         register and no forwarding.
-    hazard_ages : sequence of int
-        One per address that ``hazard`` checks at once: how many cycles
-        back port k looks (each 0 .. :attr:`spacing` - 2; default one port
-        of :attr:`spacing` - 2).
     data_latency : int
         Cycles from a beat's issue to its payload beat on ``data`` (2 to
         :attr:`read_stages` - 1; default 2): the loop delays it to the
@@ -120,15 +116,6 @@ class LaneLoop(CheckedComponent):
         The payload beat of the beat issued ``data_latency`` cycles before
         (default 2; up to :attr:`read_stages` - 1, 4 unless ``"compact"``),
         as the issue queue's registered payload-buffer read delivers it.
-    hazard_addr : In(array of ``len(hazard_ages)`` addresses)
-    hazard : Out(``len(hazard_ages)``)
-        Combinational, from registers only: bit k, a combine beat to
-        ``hazard_addr[k]`` was issued 1 to ``hazard_ages[k]`` cycles ago.
-        With the default age (:attr:`spacing` - 2) such a beat will still be
-        less than :attr:`spacing` cycles old in the next cycle (the caller
-        adds this cycle's issue and registers the result: a beat issued then
-        would miss its result); a smaller age lets a caller check part of
-        that window a cycle earlier.
     lanes_busy : Out(1)
         Registered: a combine beat was in the loop in the previous cycle (a
         retransmission waits for ``~lanes_busy``: then the loop holds no
@@ -144,18 +131,11 @@ class LaneLoop(CheckedComponent):
 
     @staticmethod
     def check(params: Params, *, fp_stages=None, acc_ram: str = "memory",
-              hazard_ages=None, data_latency: int = 2) -> None:
+              data_latency: int = 2) -> None:
         top_data = LaneLoop.read_stages_of(acc_ram) - 1
         if data_latency not in range(2, top_data + 1) or isinstance(data_latency, bool):
             raise ValueError(f"data_latency must be an int in 2..{top_data}, "
                              f"not {data_latency!r}")
-        if hazard_ages is not None:
-            top = LaneLoop.spacing_of(fp_stages, acc_ram) - 2
-            ages = list(hazard_ages) if not isinstance(hazard_ages, (str, bytes)) else None
-            if not ages or not all(isinstance(a, int) and not isinstance(a, bool)
-                                   and 0 <= a <= max(top, 0) for a in ages):
-                raise ValueError(f"hazard_ages must be a non-empty sequence of ints in "
-                                 f"0..{max(top, 0)} (spacing - 2), not {hazard_ages!r}")
         Lane.check(dtypes=params.dtypes, ops=params.ops,
                    bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         if acc_ram not in ACC_RAM_FORMS:
@@ -166,11 +146,9 @@ class LaneLoop(CheckedComponent):
                              f"not 2 x S x K/L = {depth}")
 
     def __init__(self, params: Params, *, fp_stages=None, acc_ram: str = "memory",
-                 hazard_ages=None, data_latency: int = 2):
+                 data_latency: int = 2):
         self._params = params
         self._data_latency = data_latency
-        top = max(self.spacing_of(fp_stages, acc_ram) - 2, 0)
-        self._hazard_ages = (top,) if hazard_ages is None else tuple(hazard_ages)
         self._lane_args = dict(dtypes=params.dtypes, ops=params.ops,
                                bf16_accumulate=params.bf16_accumulate, stages=fp_stages)
         self._lane_latency = Lane.latency_of(fp_stages)
@@ -178,8 +156,6 @@ class LaneLoop(CheckedComponent):
         super().__init__({
             "issue": In(stream.Signature(loop_beat(params), always_ready=True)),
             "data": In(payload_beat(params)),
-            "hazard_addr": In(data.ArrayLayout(acc_addr_bits(params), len(self._hazard_ages))),
-            "hazard": Out(len(self._hazard_ages)),
             "lanes_busy": Out(1),
             "res_beat": Out(stream.Signature(result_beat(params), always_ready=True)),
             "busy": Out(1),
@@ -280,21 +256,6 @@ class LaneLoop(CheckedComponent):
         out = in_lanes[D - 1]
         m.d.sync += self.lanes_busy.eq(Cat(s.valid & ~s.rtx for s in stages).any())
         beat = self.issue.payload
-        # The hazard checks' own record of the combine beats issued in the
-        # last cycles (kept registers apart from the stages', so that the
-        # compares sit by their callers, not by the RAM and the lanes).
-        recent = []
-        prev_valid, prev_addr = self.issue.valid & ~beat.rtx, beat.addr
-        for k in range(max(self._hazard_ages)):
-            valid = Signal(name=f"recent{k}_combine", attrs=KEEP)
-            addr = Signal(len(beat.addr), name=f"recent{k}_addr", attrs=KEEP)
-            m.d.sync += [valid.eq(prev_valid), addr.eq(prev_addr)]
-            recent.append((valid, addr))
-            prev_valid, prev_addr = valid, addr
-        for k, age in enumerate(self._hazard_ages):
-            m.d.comb += self.hazard[k].eq(Cat(*(valid & (addr == self.hazard_addr[k])
-                                                for valid, addr in recent[:age])).any())
-
         m.d.sync += [
             at_addr.valid.eq(self.issue.valid),
             at_addr.rtx.eq(beat.rtx),

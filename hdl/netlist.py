@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import re
 
+from amaranth.hdl import Signal
+
 from netagg.hdl.ram import READ_REGISTER_SUFFIX
 
-__all__ = ["KEEP", "fix_rtlil", "fix_verilog", "is_read_register"]
+__all__ = ["KEEP", "and_or", "fix_rtlil", "fix_verilog", "is_read_register"]
 
 KEEP = {"keep": 1}
 """Attributes of a register that Yosys must not merge with its identical
@@ -39,6 +41,32 @@ copies (:func:`fix_rtlil` and :func:`fix_verilog` put ``keep`` on the
 register cell as well: on a wire alone it does not stop ``opt_merge``)."""
 
 _FIFO_READ_REGISTER = "r_data"
+
+
+def and_or(m, terms, *, width: int, name: str):
+    """The OR of ``hit & word`` over ``terms`` (pairs of a 1-bit select and a
+    ``width``-bit word; at most one select high for a multiplexer), built from
+    kept nets: each select, and each pair of terms (``sel_a & a | sel_b &
+    b``, one LUT4 a bit). Yosys's ABC9 takes kept nets as mapping
+    boundaries, so the result is the pairs' OR tree (two LUT levels for up
+    to sixteen pairs) after one LUT from the words, whatever the depth of
+    the rest of the design (ABC maps every cone to the deepest one's delay
+    otherwise). Returns the OR of the pairs (a value, not kept: a caller
+    may OR two of these)."""
+    sels = []
+    for k, (sel, _) in enumerate(terms):
+        s = Signal(name=f"{name}_sel{k}", attrs=KEEP)
+        m.d.comb += s.eq(sel)
+        sels.append(s)
+    out = 0
+    for k in range(0, len(terms), 2):
+        pair = Signal(width, name=f"{name}_pair{k // 2}", attrs=KEEP)
+        value = sels[k].replicate(width) & terms[k][1]
+        if k + 1 < len(terms):
+            value = value | (sels[k + 1].replicate(width) & terms[k + 1][1])
+        m.d.comb += pair.eq(value)
+        out = pair | out
+    return out
 
 
 def is_read_register(name: str) -> bool:

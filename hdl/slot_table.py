@@ -46,7 +46,7 @@ class SlotTable(CheckedComponent):
     State: S slot words (both copies' bitmaps, counts, done flags and round
     metadata) and 2 x S x K accumulators with per-beat sticky flags, in
     block RAM (``amaranth.lib.memory.Memory``; with ``acc_ram="ecp5"``,
-    ``DP16KD`` blocks for both, B1's register of the slot word read the
+    ``DP16KD`` blocks for both, A's register of the slot word read the
     blocks' output register: :class:`~netagg.hdl.ram.WideRAM`). After
     reset the slot words are cleared (S cycles, ``ready`` low).
 
@@ -76,22 +76,24 @@ class SlotTable(CheckedComponent):
     lane latency + 2). ``acc_ram``: the accumulator loop's build form
     (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    The decision pipeline, in arrival order: A, the descriptor taken from
-    ``desc`` (its slot word being read); B1, the slot word registered and
-    compared with the message; B2, the decision (:class:`Decision` with
-    ``latency=1``: its stage register is B1's move into B2); C, two
-    entries holding decided messages' terms (a FIFO). A message moves from
-    B2 into C when C has an entry free at the start of the cycle (a
-    register), from B1 into B2 when B2 is empty or moves, from A into B1
-    when B1 is empty or moves and B1 holds no message of its slot (so two
-    messages of one slot are decided at least two cycles apart; messages
-    of other slots follow each other every cycle); ``desc.ready`` is high
-    while A is empty or moves (a function of flip-flops only: no ready or
-    stall signal crosses more than one stage). The oldest message in C is
-    decided as soon as the issue queue has room (a combine: an entry free;
-    anything else: the queue empty), the back-end has credit for its
-    RESULT and ``res_desc`` is ready: four cycles after it is taken at the
-    earliest, one decision per cycle. At the decision the verdict is
+    The decision pipeline, in arrival order: P, the descriptor taken from
+    ``desc`` (its slot word being read); A, the word read registered (the
+    block RAM's output register); B1, the word registered again in the
+    fabric (no RAM output meets the compares) and compared with the
+    message; B2, the decision (:class:`Decision` with ``latency=1``: its
+    stage register is B1's move into B2); C, two entries holding decided
+    messages' terms (a FIFO). A message moves from B2 into C when C has an
+    entry free at the start of the cycle (a register), from B1 into B2
+    when B2 is empty or moves, from A into B1 when B1 is empty or moves
+    and B1 holds no message of its slot (so two messages of one slot are
+    decided at least two cycles apart; messages of other slots follow each
+    other every cycle), from P into A when A is empty or moves;
+    ``desc.ready`` is high while P is empty or moves (a function of
+    flip-flops only). The oldest message in C is decided as soon as the
+    issue queue has room (a combine: an entry free; anything else: the
+    queue empty), the back-end has credit for its RESULT and ``res_desc``
+    is ready: five cycles after it is taken at the earliest, one decision
+    per cycle. At the decision the verdict is
     registered, the slot word is written (ACCEPT), the RESULT descriptor is
     offered and the message is pushed to the issue queue (a combine or a
     retransmission) or its payload released (anything else). A decision's
@@ -102,10 +104,13 @@ class SlotTable(CheckedComponent):
     other verdict: the word it saw), and a message moving into B1 takes
     the word of the youngest such message of its slot ahead of it: B2's
     (sampled as it moves into B1), else C's entries' (those not yet
-    written when it was taken, and any pushed since), else the word it
-    read; the choice is registered as it moves, so B1 forwards through one
-    multiplexer (C's entries hold the new word and the word seen apart,
-    with the registered verdict, chosen as they are forwarded). A message
+    written when it was taken, and any pushed since; P and A each keep the
+    word of the youngest such entry seen, since C may decide one and take
+    a younger message into its place while the message waits), else the
+    word it read; the choice is registered as it moves, so B1 forwards
+    through one multiplexer (C's entries hold the new word and the word
+    seen apart, with the registered verdict, chosen as they are
+    forwarded). A message
     dropped by the validator passes through the same stages (its slot word
     unused). With ``acc_ram="compact"`` (fewest
     cells, for slow clocks) there is one stage: B, decided from the slot
@@ -210,7 +215,6 @@ class SlotTable(CheckedComponent):
             "verdict": layouts.Verdict,
             "mode": Mode,
             "needs_result": unsigned(1),
-            "result_beats": unsigned(beat_count_bits(p)),
             "result_n": decision.result_n.shape(),
             "completes": unsigned(1),
             "new_state": state_l,
@@ -224,7 +228,6 @@ class SlotTable(CheckedComponent):
             ("verdict", decision.verdict),
             ("mode", decision.mode),
             ("needs_result", decision.needs_result),
-            ("result_beats", Mux(decision.needs_result, decision.beats, 0)),
             ("result_n", decision.result_n),
             ("completes", decision.completes),
             # the word after the message (written only for ACCEPT, where it
@@ -288,8 +291,15 @@ class SlotTable(CheckedComponent):
             b1_moves = b1_valid & (~b_valid | c_room)        # B1 into B2
             b1_free = ~b1_valid | ~b_valid | c_room
             a_moves = a_valid & b1_free & ~a_same_b1
+            # P: the message taken, its slot word being read (the block's
+            # read, then its output register as it moves into A); A moves
+            # the word into a fabric register (``b1_ram``) as it moves into
+            # B1, so that no RAM output meets the decision's compares.
+            p_valid, p_desc = Signal(name="p_valid"), Signal(desc_l, name="p_desc")
+            a_free = ~a_valid | (b1_free & ~a_same_b1)
+            p_moves = p_valid & a_free
             ready = Signal()
-            m.d.comb += [ready.eq(~clearing & (~a_valid | (b1_free & ~a_same_b1))),
+            m.d.comb += [ready.eq(~clearing & (~p_valid | a_free)),
                          self.desc.ready.eq(ready),
                          take.eq(self.desc.valid & ready)]
             head_valid = Mux(rptr, e_valid[1], e_valid[0])
@@ -351,28 +361,50 @@ class SlotTable(CheckedComponent):
             a_live = a_desc.verdict == V.ACCEPT
             b1_live = b1_desc.verdict == V.ACCEPT
             b2_live = b_desc.verdict == V.ACCEPT
-            same_a = a_valid & a_live & (a_desc.slot_abs == incoming.slot_abs)
-            same_b1 = b1_valid & b1_live & (b1_desc.slot_abs == incoming.slot_abs)
-            same_b2 = b_valid & b2_live & (b_desc.slot_abs == incoming.slot_abs)
+            # P's message against A's, B1's and B2's (registers), as it
+            # moves into A
+            same_a = a_valid & a_live & (a_desc.slot_abs == p_desc.slot_abs)
+            same_b1 = b1_valid & b1_live & (b1_desc.slot_abs == p_desc.slot_abs)
+            same_b2 = b_valid & b2_live & (b_desc.slot_abs == p_desc.slot_abs)
+            # Tracking starts as the word is read (the message taken into
+            # P) and moves with the message into A.
+            p_track = [Signal(name=f"p_track{k}") for k in range(2)]
             a_track = [Signal(name=f"a_track{k}") for k in range(2)]
-            # a_hit_c[k]: C's entry k is live and of A's slot, registered
-            # (compared as the message is taken, and as an entry is pushed
-            # while it waits), so that no compare lies before B1's choice.
+            # p_hit_c[k], a_hit_c[k]: C's entry k is live and of P's, A's
+            # slot, registered (compared as the message is taken, and as an
+            # entry is pushed while it waits), so that no compare lies
+            # before B1's choice.
+            p_hit_c = [Signal(name=f"p_hit_c{k}") for k in range(2)]
             a_hit_c = [Signal(name=f"a_hit_c{k}") for k in range(2)]
             for k in range(2):
                 pushed = b_moves & (wptr == k)
-                who = Mux(take, incoming.slot_abs, a_desc.slot_abs)
+                pushed_hit = b2_live & (b_desc.slot_abs
+                                        == Mux(take, incoming.slot_abs, p_desc.slot_abs))
                 with m.If(pushed):
-                    m.d.sync += a_hit_c[k].eq(b2_live & (b_desc.slot_abs == who))
+                    m.d.sync += p_hit_c[k].eq(pushed_hit)
                 with m.Elif(take):
-                    m.d.sync += a_hit_c[k].eq(e_live[k]
+                    m.d.sync += p_hit_c[k].eq(e_live[k]
                                               & (e_desc[k].slot_abs == incoming.slot_abs))
+                with m.If(pushed):
+                    m.d.sync += a_hit_c[k].eq(b2_live & (b_desc.slot_abs == Mux(
+                        p_moves, p_desc.slot_abs, a_desc.slot_abs)))
+                with m.Elif(p_moves):
+                    m.d.sync += a_hit_c[k].eq(p_hit_c[k])
             if not vendor:
                 state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
                                              name="state_read")
             with m.If(take):
-                m.d.sync += [a_valid.eq(1), a_desc.eq(incoming)]
-                m.d.sync += [a_track[k].eq(e_valid[k] | (b_moves & (wptr == k)))
+                m.d.sync += [p_valid.eq(1), p_desc.eq(incoming)]
+                m.d.sync += [p_track[k].eq(e_valid[k] | (b_moves & (wptr == k)))
+                             for k in range(2)]
+            with m.Else():
+                with m.If(p_moves):
+                    m.d.sync += p_valid.eq(0)
+                m.d.sync += [p_track[k].eq(p_track[k] | (b_moves & (wptr == k)))
+                             for k in range(2)]
+            with m.If(p_moves):
+                m.d.sync += [a_valid.eq(1), a_desc.eq(p_desc)]
+                m.d.sync += [a_track[k].eq(p_track[k] | (b_moves & (wptr == k)))
                              for k in range(2)]
                 m.d.sync += [a_same_b1.eq(Mux(a_moves, same_a, ~b1_moves & same_b1)),
                              a_same_b2.eq(Mux(b1_moves, same_b1, ~b_moves & same_b2))]
@@ -383,25 +415,55 @@ class SlotTable(CheckedComponent):
                              for k in range(2)]
                 m.d.sync += [a_same_b1.eq(~b1_moves & a_same_b1),
                              a_same_b2.eq(Mux(b1_moves, a_same_b1, ~b_moves & a_same_b2))]
-            hit = [a_track[k] & a_hit_c[k] for k in range(2)]
             last = ~wptr                    # the entry pushed last
-            hit_last = Mux(last, hit[1], hit[0])
-            hit_older = Mux(last, hit[0], hit[1])
-            # the word read: read as the message is taken, held as it moves
-            # into B1
+            after = [Mux(e_acc[k], e_terms[k].new_state, e_old[k]) for k in range(2)]
+
+            def youngest_hit(track, hit_c):
+                """Whether a tracked entry of the slot is in C, and the word of
+                the youngest (the choice from registers)."""
+                hit = [track[k] & hit_c[k] for k in range(2)]
+                hit_last = Mux(last, hit[1], hit[0])
+                return (hit[0] | hit[1],
+                        Mux(hit_last, Mux(last, after[1], after[0]), Mux(last, after[0], after[1])))
+            p_hit, p_hit_word = youngest_hit(p_track, p_hit_c)
+            a_hit, a_hit_word = youngest_hit(a_track, a_hit_c)
+            # Between the read and the move into B1 C may decide a tracked
+            # entry and take a younger message into its place (three
+            # messages ahead can pass into C while one waits in P and A):
+            # each stage keeps the word of the youngest tracked entry of its
+            # slot seen so far (``p_fwd``, ``a_fwd``; ``*_fwd_valid``),
+            # taken from the registered hits in the cycle after they are
+            # set, before the entry can be taken again.
+            p_fwd = Signal(state_l, name="p_fwd")
+            a_fwd = Signal(state_l, name="a_fwd")
+            p_fwd_valid, a_fwd_valid = Signal(name="p_fwd_valid"), Signal(name="a_fwd_valid")
+            with m.If(take):
+                m.d.sync += p_fwd_valid.eq(0)
+            with m.Elif(p_hit):
+                m.d.sync += [p_fwd_valid.eq(1), p_fwd.eq(p_hit_word)]
+            with m.If(p_moves):
+                m.d.sync += [a_fwd_valid.eq(p_hit | p_fwd_valid),
+                             a_fwd.eq(Mux(p_hit, p_hit_word, p_fwd))]
+            with m.Elif(a_hit):
+                m.d.sync += [a_fwd_valid.eq(1), a_fwd.eq(a_hit_word)]
+            a_from_c = a_hit | a_fwd_valid
+            # the word read: read as the message is taken into P, registered
+            # as it moves into A (the block's output register) and again as
+            # it moves into B1 (``b1_ram``)
             if vendor:
                 m.d.comb += [state_ram.r_addr.eq(incoming.slot_abs), state_ram.r_en.eq(take),
-                             state_ram.o_en.eq(a_moves)]
-                b1_ram = state_l(state_ram.r_data)
+                             state_ram.o_en.eq(p_moves)]
+                a_ram = state_l(state_ram.r_data)
             else:
-                b1_ram = Signal(state_l, name="b1_ram")
-                with m.If(a_moves):
-                    m.d.sync += b1_ram.eq(state_read)
-            b1_fwd = Signal(state_l, name="b1_fwd")         # C's youngest of the slot
-            after = [Mux(e_acc[k], e_terms[k].new_state, e_old[k]) for k in range(2)]
+                a_ram = Signal(state_l, name="a_ram")
+                with m.If(p_moves):
+                    m.d.sync += a_ram.eq(state_read)
+            b1_ram = Signal(state_l, name="b1_ram")
             with m.If(a_moves):
-                m.d.sync += [b1_fwd.eq(Mux(hit_last, Mux(last, after[1], after[0]),
-                                           Mux(last, after[0], after[1])))]
+                m.d.sync += b1_ram.eq(a_ram)
+            b1_fwd = Signal(state_l, name="b1_fwd")         # C's youngest of the slot
+            with m.If(a_moves):
+                m.d.sync += b1_fwd.eq(Mux(a_hit, a_hit_word, a_fwd))
             # B2's word after its message, held while B1 waits.
             c_last = Signal(state_l, name="c_last_state")
             with m.If(a_moves | b_moves):
@@ -414,16 +476,16 @@ class SlotTable(CheckedComponent):
                 from_b2 = Signal(name=f"b1_from_b2_{v}", attrs=KEEP)
                 from_c = Signal(name=f"b1_from_c_{v}", attrs=KEEP)
                 with m.If(a_moves):
-                    m.d.sync += [from_b2.eq(a_same_b2), from_c.eq(hit_last | hit_older)]
+                    m.d.sync += [from_b2.eq(a_same_b2), from_c.eq(a_from_c)]
                 m.d.comb += decision.take[v].eq(Cat(from_b2, from_c))
             # the message's copy is the RAM's word's (registered with the takes)
             b1_last = Signal(2, name="b1_last")
             with m.If(a_moves):
                 m.d.sync += b1_last.eq(Cat(*(
-                    (a_desc.meta.ver == v) & ~a_same_b2 & ~(hit_last | hit_older)
+                    (a_desc.meta.ver == v) & ~a_same_b2 & ~a_from_c
                     for v in range(2))))
             m.d.comb += decision.last.eq(b1_last)
-            pipeline_busy = a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
+            pipeline_busy = p_valid | a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
 
         # ---------------- the decision ----------------
         # The word written by the decision of an ACCEPT. Pipelined form:
@@ -439,9 +501,18 @@ class SlotTable(CheckedComponent):
         written_slot = head.slot_abs
         # Only registers decide: a combine needs a free queue entry, anything
         # else an empty queue.
-        room = Mux(terms.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
-        m.d.comb += decide.eq(head_valid & room & (~terms.needs_result | credit.ok)
-                              & self.res_desc.ready)
+        def may_decide(valid, t):
+            room = Mux(t.mode == Mode.LANES, issue.has_room, issue.will_be_empty)
+            return valid & room & (~t.needs_result | credit.ok) & self.res_desc.ready
+        if compact:
+            m.d.comb += decide.eq(may_decide(head_valid, terms))
+        else:
+            # each entry's "may be decided" from registers (a net of its
+            # own, ``keep``), the older one's chosen last: ``rptr`` is one
+            # LUT before ``decide``'s loads
+            e_may = [Signal(name=f"c{k}_may_decide", attrs=KEEP) for k in range(2)]
+            m.d.comb += [e_may[k].eq(may_decide(e_valid[k], e_terms[k])) for k in range(2)]
+            m.d.comb += decide.eq(Mux(rptr, e_may[1], e_may[0]))
 
         # Address and data are the head's whether or not it is decided: the
         # decision drives the write enable alone.
@@ -464,8 +535,10 @@ class SlotTable(CheckedComponent):
             req.data_addr.eq(payload.head),
             req.data_beats.eq(Mux(terms.mode == Mode.LANES, head.beats, 0)),
         ]
-        # result_beats is 0 for a message that causes no RESULT
-        m.d.comb += [credit.take.eq(decide), credit.beats.eq(terms.result_beats)]
+        # The RESULT's beats (0 for a message that causes no RESULT), formed
+        # from C's registered terms (not on the path from B2 into C).
+        result_beats = Mux(terms.needs_result, terms.beats, 0)
+        m.d.comb += [credit.take.eq(decide), credit.beats.eq(result_beats)]
         # the head's payload is claimed by the decision, and freed with it
         # when not needed
         m.d.comb += [payload.claim.eq(head.beats), payload.take.eq(decide),
@@ -488,7 +561,7 @@ class SlotTable(CheckedComponent):
             rd.multicast.eq(terms.verdict == V.ACCEPT),
             rd.workers.eq(head.workers),
             rd.n.eq(terms.result_n),
-            rd.beats.eq(terms.result_beats),
+            rd.beats.eq(result_beats),
         ]
 
         m.d.comb += self.busy.eq(issue.busy | ~payload.empty | clearing | pipeline_busy)

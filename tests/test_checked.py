@@ -32,8 +32,6 @@ REFUSED = {
     "payload_buffer": lambda: PayloadBuffer(P, depth=2),
     "issue_queue": lambda: IssueQueue(P, data_beats=4, fp_stages=-1),
     "lane_loop": lambda: LaneLoop(P, fp_stages=7),
-    "lane_loop_ages": lambda: LaneLoop(P, hazard_ages=(99,)),
-    "lane_loop_no_ages": lambda: LaneLoop(P, hazard_ages=()),
     "lane_loop_data_latency": lambda: LaneLoop(P, data_latency=5),
     "lane_loop_data_latency_compact": lambda: LaneLoop(P, acc_ram="compact", data_latency=3),
     "credit": lambda: ResultCredit(2, need=3),

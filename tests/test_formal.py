@@ -29,11 +29,12 @@ if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and
 
 # Depths in clock cycles from reset; the job table takes SETUP cycles, the
 # slot words' clear S = 2 of them, so a message can reach the core at
-# cycle SETUP + 1 and its verdict about 9 cycles later (the validator's
-# entry register, session 13, added one: every depth below is one more).
-CI_DEPTH = {"once": 38, "isolation": 21, "verdicts": 21, "results": 23, "liveness": 23}
-FULL_DEPTH = {"once": 40, "isolation": 26, "verdicts": 25, "results": 27, "liveness": 27}
-COVER_DEPTH = 40
+# cycle SETUP + 1 and its verdict about 10 cycles later (the validator's
+# entry register, session 13, and the slot table's stage P, session 25,
+# added one each: every depth below is one more for each).
+CI_DEPTH = {"once": 39, "isolation": 22, "verdicts": 22, "results": 24, "liveness": 24}
+FULL_DEPTH = {"once": 41, "isolation": 27, "verdicts": 26, "results": 28, "liveness": 28}
+COVER_DEPTH = 41
 # The multicast back-end alone (tests/formal/multicast_harness.py): every
 # input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
 # fan-outs included, and fills its buffer (the covers, by cycle 14).
@@ -42,13 +43,13 @@ UNIT_FULL_DEPTH = {"fanout": 17, "progress": 24}
 UNIT_COVER_DEPTH = 15
 # (property, depth at which the planted bug must be found, only in make formal)
 MUTATION_RUNS = {
-    "double_combine": ("once", 41, True),
-    "no_range_check": ("isolation", 19, False),
-    "lost_verdict": ("verdicts", 23, False),
-    "counter_swap": ("verdicts", 24, False),
-    "short_multicast": ("results", 23, False),
+    "double_combine": ("once", 42, True),
+    "no_range_check": ("isolation", 20, False),
+    "lost_verdict": ("verdicts", 25, False),
+    "counter_swap": ("verdicts", 26, False),
+    "short_multicast": ("results", 24, False),
     "repeat_destination": ("fanout", 14, False),
-    "stuck_egress": ("liveness", 32, True),
+    "stuck_egress": ("liveness", 33, True),
 }
 TIMEOUT = 1500    # seconds a run may take before it counts as an error
 

@@ -236,6 +236,20 @@ def test_fp32_to_bf16():
     assert eo.sum() >= 2                                     # overflow was exercised
 
 
+def test_fp32_to_bf16_overflow_edge():
+    # every sign and kept fraction with the exponents around the largest
+    # finite one, each with the dropped half at the rounding boundaries
+    hi = np.array([(s << 15) | (e << 7) | f for s in (0, 1) for e in (0xFC, 0xFD, 0xFE, 0xFF)
+                   for f in range(128)], dtype=U32)
+    lo = np.array([0x0000, 0x7FFF, 0x8000, 0x8001, 0xFFFF], dtype=U32)
+    x = ((hi[:, None] << U32(16)) | lo[None, :]).ravel()
+    got = comb(FP32ToBF16(), ("i",), zip(x, strict=True), ("o", "ovf"))
+    er, eo = arith.fp32_to_bf16(x)
+    np.testing.assert_array_equal(got[:, 0], er)
+    np.testing.assert_array_equal(got[:, 1].astype(bool), eo)
+    assert eo.sum() == 2 * 3                                 # 0x7F7F8000.. per sign
+
+
 def test_bf16_to_fp32_all():
     x = np.arange(1 << 16, dtype=U32)[::7]
     got = comb(BF16ToFP32(), ("i",), zip(x, strict=True), ("o",))

@@ -22,18 +22,20 @@ def test_result_credit_model(capacity, need, request):
     dut = ResultCredit(capacity, need=need)
 
     async def tb(ctx):
-        credit, ok = capacity, 1
+        # credit: counted; waiting: returned in the previous cycle, counted
+        # in this one (the contract's registered return)
+        credit, waiting, ok = capacity, 0, 1
         for _ in range(400):
             assert ctx.get(dut.ok) == ok
             take = rng.randint(1, need) if ok and rng.random() < 0.5 else 0
-            used = capacity - credit + take
+            used = capacity - credit - waiting + take
             free = rng.randint(0, used) if rng.random() < 0.4 else 0
             ctx.set(dut.take, take != 0)
             ctx.set(dut.beats, take if take else rng.randint(0, capacity))
             ctx.set(dut.free.valid, free != 0 or rng.random() < 0.1)
             ctx.set(dut.free.payload, free)
             await ctx.tick()
-            credit = credit - take + free
+            credit, waiting = credit - take + waiting, free
             ok = int(credit >= need)
 
     sim = Simulator(dut)
