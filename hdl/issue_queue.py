@@ -155,9 +155,7 @@ class IssueQueue(CheckedComponent):
         read from the accumulators. A RESULT's beats are consecutive in
         issue order and never interleave with another RESULT's.
     stall : Out(1)
-        Registered, one cycle late: a combine was waiting on a hold (not in
-        its first cycle in the queue, where no request issues) and nothing
-        issued.
+        Registered, one cycle late: a combine was waiting and nothing issued.
     busy : Out(1)
         An entry is held, or a beat is in the loop or on ``res_beat``.
 
@@ -351,11 +349,8 @@ class IssueQueue(CheckedComponent):
         go_d = [sel_d[0] | rtx_go] + sel_d[1:]
         go_i = [sel_i[0] | rtx_go] + sel_i[1:]
         any_issue = Cat(*can_i, rtx_go).any()
-        # (an entry in its first cycle in its place never issues: that is
-        # the queue's latency, not a hold, and is not counted)
-        first_cycle = [Signal(name=f"entry{x}_first_cycle") for x in range(N)]
-        m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx & ~f for u, e, f in zip(
-            unissued, q, first_cycle, strict=True))).any())
+        m.d.sync += self.stall.eq(~any_issue & Cat(*(u & ~e.rtx for u, e in zip(unissued, q,
+                                                                                 strict=True))).any())
 
         issuing = Signal(entry_l)
         m.d.comb += issuing.eq(_one_hot_mux(go_i, q, entry_l))
@@ -504,7 +499,6 @@ class IssueQueue(CheckedComponent):
         placed = [Signal(name=f"entry{x}_placed") for x in range(N)]
         for x in range(N):
             m.d.comb += placed[x].eq(incoming.valid & place[x])
-            m.d.sync += first_cycle[x].eq(placed[x])
         # Each entry's next value: the request where it is placed, else the
         # entry advanced by a beat where it issues (the choice alone
         # selects), else as it is; its place empties as it leaves.
