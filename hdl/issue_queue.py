@@ -155,7 +155,7 @@ class IssueQueue(CheckedComponent):
         read from the accumulators. A RESULT's beats are consecutive in
         issue order and never interleave with another RESULT's.
     stall : Out(1)
-        Registered, one cycle late: a combine was waiting and nothing issued.
+        Registered, a cycle late: a combine waited (a hold, or its first cycle) and none issued.
     busy : Out(1)
         An entry is held, or a beat is in the loop or on ``res_beat``.
 

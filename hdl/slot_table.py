@@ -62,7 +62,7 @@ class SlotTable(CheckedComponent):
     Decisions (the slot algorithm) are taken in arrival order. The beats of
     up to four decided messages (two with ``acc_ram="compact"``; the
     :class:`~netagg.hdl.issue_queue.IssueQueue`) are issued to the lanes,
-    one beat per cycle, from two cycles after the decision: a combine
+    one beat per cycle, from three cycles after the decision: a combine
     of n beats following one of its copy waits until ``spacing`` - n + 1
     cycles after that one's last beat (``spacing`` = lane latency + 1:
     read after write, the loop forwards the results of earlier beats;
