@@ -47,11 +47,11 @@ def and_or(m, terms, *, width: int, name: str):
     """The OR of ``hit & word`` over ``terms`` (pairs of a 1-bit select and a
     ``width``-bit word; at most one select high for a multiplexer), built from
     kept nets: each select, and each pair of terms (``sel_a & a | sel_b &
-    b``, one LUT4 a bit). Yosys's ABC9 takes kept nets as mapping
-    boundaries, so the result is the pairs' OR tree (two LUT levels for up
-    to sixteen pairs) after one LUT from the words, whatever the depth of
-    the rest of the design (ABC maps every cone to the deepest one's delay
-    otherwise). Returns the OR of the pairs (a value, not kept: a caller
+    b``, a LUT4 a bit, or a wider LUT). Yosys's ABC9 keeps the nets, so the
+    result is the pairs' OR tree after them (two LUT levels for up to
+    sixteen pairs), not a chain of multiplexers (its delay target is the
+    deepest cone's, and it grows shallower cones to it otherwise; the
+    selects' compares stay ahead). Returns the OR of the pairs (a value, not kept: a caller
     may OR two of these)."""
     sels = []
     for k, (sel, _) in enumerate(terms):
