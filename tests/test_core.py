@@ -7,11 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
+from netagg import regmap
 from netagg.hdl import issue_queue
+from netagg.hdl.core import NetaggCore
 from netagg.jobs import Job, JobTable
 from netagg.params import Params
 from netagg.sim.beats import message_to_beats
-from netagg.sim.drive import run_core
+from netagg.sim.drive import load_jobs, run_core, simulate
 from netagg.sim.message_model import make_contrib
 from netagg.sim.reference import expected, per_key
 from netagg.sim.traffic import random_traffic
@@ -51,6 +53,29 @@ def check(params, jobs, messages, **kw):
     stall = counters.pop("stall")
     assert counters == exp.counters
     return stall
+
+
+def test_control_read_of_every_address_kind():
+    """The core's control port (docs/core.md): a job register and a counter
+    read as written / counted, one cycle after the address; any other
+    address (a job register's unused fourth word, past J, past the job
+    space, past the counters) reads 0."""
+    params, jobs = build("l1k4-bf16acc")
+    base = regmap.job_addr(1, regmap.JOB_BASE_SLOT)
+    unmapped = [regmap.job_addr(1, regmap.JOB_REGS - 1), regmap.job_addr(params.jobs, 0),
+                regmap.JOB_REGS * 256 + base, regmap.COUNTER_BASE - 1,
+                regmap.COUNTER_BASE + len(regmap.CORE_COUNTERS), 0xFFFF]
+    dut = NetaggCore(params)
+
+    async def tb(ctx):
+        await load_jobs(ctx, dut, jobs)
+        for addr, want in [(base, 1), *((a, 0) for a in unmapped),
+                           (regmap.counter_addr("rx"), 0), (base, 1)]:
+            ctx.set(dut.ctrl_addr, addr)
+            await ctx.tick()
+            assert ctx.get(dut.ctrl_rdata) == want, hex(addr)
+
+    simulate(dut, tb)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -83,8 +83,11 @@ def test_registers_and_lookup_match_regmap(njobs, parallel, request):
             await ctx.tick()
             model.write(addr, value)
             ctx.set(dut.we, 0)
+            # (and anywhere in the 16-bit address space: 0 outside the job
+            # registers, high address bits included)
             for probe in (addr, rng.randrange(regmap.JOB_REGS * (njobs + 2)),
-                          rng.randrange(space)):
+                          rng.randrange(space), rng.randrange(1 << 16),
+                          regmap.JOB_REGS * (njobs - 1) + space * rng.randrange(1, 64)):
                 ctx.set(dut.addr, probe)
                 assert ctx.get(dut.rdata) == model.read(probe), (seed, hex(probe))
             job = rng.randrange(njobs + 3) if rng.random() < 0.8 else rng.randrange(256)
