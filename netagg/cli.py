@@ -64,6 +64,18 @@ def _params_parser() -> argparse.ArgumentParser:
     return parent
 
 
+RAM_FORMS = ("auto", "ecp5", "memory")
+
+
+def _ram_argument(p: argparse.ArgumentParser, where: str = "") -> None:
+    p.add_argument("--acc-ram", choices=RAM_FORMS, default=None,
+                   help="block RAM form" + where + ": ecp5 (DP16KD instances with their "
+                        "output register, the model of the block in the same file: Yosys "
+                        "maps them on the ECP5, simulators run the model; needs "
+                        "2 x S x K/L <= 4096), memory (portable inferred RAM, any flow) "
+                        "or auto (default: ecp5 when it fits the LFE5U-85F, else memory)")
+
+
 def _io_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs-config", metavar="JOBS.json",
                    help='job table: {"jobs": [{"id", "workers", "slot_base", "slots"}, ...]} '
@@ -98,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write synthesisable Verilog-2005 of the core "
                                    "(top module netagg_core).")
     p.add_argument("-o", "--output", required=True, metavar="FILE.v", help="Verilog file to write")
-    p.add_argument("--acc-ram", choices=("memory", "ecp5"), default="memory",
-                   help="accumulator RAM: memory (portable, default) or ecp5 (DP16KD blocks "
-                        "with their output register; Lattice ECP5 only, 2 x S x K/L <= 4096)")
+    _ram_argument(p)
 
     p = sub.add_parser("sim", parents=[params], allow_abbrev=False,
                        help="run the generated RTL in a simulator on a pcap",
@@ -109,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _io_arguments(p)
     p.add_argument("--simulator", choices=SIMULATORS, default="icarus",
                    help="HDL simulator (default icarus)")
+    _ram_argument(p, " (stream front end)")
 
     p = sub.add_parser("model", parents=[params], allow_abbrev=False,
                        help="run the golden model on a pcap",
@@ -270,7 +281,8 @@ def _ctrl_args(args, params, *, frontend=True):
 
 def cmd_generate(args, params) -> int:
     write_verilog = _backend("netagg.hdl.top", "write_verilog", "generate")
-    write_verilog(params, args.output, fp_stages=args.fp_stages, acc_ram=args.acc_ram)
+    form = {} if args.acc_ram is None else {"acc_ram": args.acc_ram}
+    write_verilog(params, args.output, fp_stages=args.fp_stages, **form)
     print(f"netagg: wrote {args.output}")
     return 0
 
@@ -281,13 +293,17 @@ def cmd_sim(args, params) -> int:
     jobs = _load_jobs(args, params)
     pcap.read(args.in_path)               # a clear error before starting a simulator
     if args.frontend == "ethernet":
+        if args.acc_ram is not None:
+            raise CliError("--acc-ram applies to the stream front end (the Ethernet top "
+                           "builds its core in the portable form)")
         run_sim = _backend("netagg.sim.eth_harness", "run_sim", "sim --frontend ethernet")
         run_sim(params, jobs, args.in_path, args.out_path, args.stats_path, args.simulator,
                 fp_stages=args.fp_stages, ctrl_key=key, ctrl_port=port)
         return 0
     run_sim = _backend("netagg.sim.harness", "run_sim", "sim")
+    form = {} if args.acc_ram is None else {"acc_ram": args.acc_ram}
     run_sim(params, jobs, args.in_path, args.out_path, args.stats_path, args.simulator,
-            fp_stages=args.fp_stages)
+            fp_stages=args.fp_stages, **form)
     return 0
 
 

@@ -94,7 +94,8 @@ def _design_digest() -> str:
         if spec is None or spec.origin is None:
             raise SimError(f"cannot find the sources of {name}")
         origin = Path(spec.origin)
-        files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+        files = ([f for f in sorted(origin.parent.rglob("*")) if f.suffix in (".py", ".v")]
+                 if origin.name == "__init__.py" else [origin])
         for f in files:
             h.update(f"{name}/{f.relative_to(origin.parent)}".encode())
             h.update(f.read_bytes())
@@ -132,9 +133,10 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-DP16KD_MODEL = Path(__file__).with_name("dp16kd_model.v")
+DP16KD_MODEL = Path(__file__).parent.parent / "hdl" / "dp16kd_model.v"
 """A behavioural model of the ECP5 ``DP16KD`` in the configuration the
-``acc_ram="ecp5"`` core uses (Yosys declares the cell without behaviour)."""
+``acc_ram="ecp5"`` core uses (Yosys declares the cell without behaviour):
+:data:`netagg.hdl.top.DP16KD_MODEL`, which the core's Verilog carries."""
 
 
 def verilog_path(params: Params, fp_stages: int | None = None,
@@ -207,7 +209,7 @@ def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
     and toggle coverage (its own cache directory) that writes its
     ``coverage.dat`` to this path (read by :mod:`netagg.sim.coverage`).
     ``acc_ram="ecp5"``: the core with its accumulators in ``DP16KD``
-    instances, simulated with :data:`DP16KD_MODEL`."""
+    instances, simulated with :data:`DP16KD_MODEL` (in the same file)."""
     if simulator not in SIMULATORS:
         raise SimError(f"unknown simulator {simulator!r} (choose from {', '.join(SIMULATORS)})")
     _sim_env_path()
@@ -217,7 +219,7 @@ def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
         raise SimError("coverage needs the verilator simulator")
     build = source.parent / (simulator if coverage is None else f"{simulator}-coverage")
     cls = _simulator_class(simulator)
-    sources = [str(source)] + ([str(DP16KD_MODEL)] if acc_ram == "ecp5" else [])
+    sources = [str(source)]
     kwargs = dict(toplevel=TOPLEVEL, module=module, verilog_sources=sources,
                   sim_build=str(build), timescale=TIMESCALE)
     if simulator == "verilator":
@@ -311,14 +313,19 @@ def run_with_io(inputs: dict, simulator: str, run) -> dict:
 
 def run_core(params: Params, jobs: JobTable, messages: list[bytes], *,
              simulator: str = "icarus", fp_stages: int | None = None,
-             quiet: bool = True, root=None) -> dict:
+             quiet: bool = True, root=None, acc_ram: str = "memory") -> dict:
     """Present ``messages`` (UDP payloads) to the RTL core in order, back to
     back; returns ``{"verdicts": [code per message], "results": [[message
     index, RESULT payload hex], ...] in send order, "counters": {...},
-    "cycles": int}`` (see ``netagg.sim.cocotb.test_sim_run``)."""
+    "cycles": int}`` (see ``netagg.sim.cocotb.test_sim_run``). ``acc_ram``:
+    the core's RAM form (:func:`netagg.hdl.top.ram_form`'s choices)."""
+    if acc_ram == "auto":
+        from netagg.hdl.top import ram_form
+        acc_ram = ram_form(params, acc_ram)
+
     def run(env):
         xml = run_cocotb(params, SIM_MODULE, simulator=simulator, fp_stages=fp_stages,
-                         env=env, quiet=quiet, root=root)
+                         env=env, quiet=quiet, root=root, acc_ram=acc_ram)
         xml.unlink(missing_ok=True)       # do not pile up in the build cache
 
     return run_with_io({"jobs": jobs.to_dict(), "messages": [m.hex() for m in messages]},
@@ -355,13 +362,15 @@ def frames_from_run(params: Params, messages, run: dict) -> list[tuple[int, byte
 
 
 def run_sim(params: Params, jobs: JobTable, in_path, out_path, stats_path=None,
-            simulator: str = "icarus", fp_stages: int | None = None) -> dict:
+            simulator: str = "icarus", fp_stages: int | None = None,
+            acc_ram: str = "auto") -> dict:
     """``netagg sim``: IN.pcap through the RTL core to OUT.pcap (and
-    STATS.json if ``stats_path``); returns the stats."""
+    STATS.json if ``stats_path``); returns the stats. ``acc_ram``: the RAM
+    form, as ``netagg generate`` writes it by default."""
     records = pcap.read(in_path)
     messages, ignored = classify(records, params.port)
     run = run_core(params, jobs, [m.payload for m in messages], simulator=simulator,
-                   fp_stages=fp_stages)
+                   fp_stages=fp_stages, acc_ram=acc_ram)
     out = frames_from_run(params, messages, run)
     pcap.write(out_path, [pcap.Record(frame, records[seq].ts_ns) for seq, frame in out])
     stats = {name: int(run["counters"][name]) for name in COUNTERS}

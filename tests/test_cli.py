@@ -321,14 +321,15 @@ def fake_module(monkeypatch, name, **functions):
 def test_generate_dispatch(monkeypatch, capsys, tmp_path):
     calls = []
     fake_module(monkeypatch, "netagg.hdl.top",
-                write_verilog=lambda params, path, fp_stages=None, acc_ram="memory": calls.append(
+                write_verilog=lambda params, path, fp_stages=None, acc_ram="auto": calls.append(
                     (params, path, fp_stages, acc_ram)))
     code, out, err = run(["generate", "-o", "core.v", "--lanes", "4", "--dtypes", "bf16,fp32",
                           "--fp-stages", "3"], capsys)
     assert code == 0, err
-    assert calls == [(Params(lanes=4, dtypes=("fp32", "bf16")), "core.v", 3, "memory")]
-    code, _, _ = run(["generate", "-o", "core.v", "--acc-ram", "ecp5"], capsys)
-    assert calls[-1] == (Params(), "core.v", None, "ecp5")
+    assert calls == [(Params(lanes=4, dtypes=("fp32", "bf16")), "core.v", 3, "auto")]
+    for form in ("ecp5", "memory", "auto"):
+        code, _, _ = run(["generate", "-o", "core.v", "--acc-ram", form], capsys)
+        assert calls[-1] == (Params(), "core.v", None, form)
     code, _, err = run(["generate", "-o", "core.v", "--acc-ram", "bram"], capsys)
     assert code == 2 and "--acc-ram" in err
 
@@ -342,18 +343,25 @@ def test_generate_dispatch(monkeypatch, capsys, tmp_path):
 def test_sim_dispatch(monkeypatch, capsys, tmp_path):
     calls = []
 
-    def run_sim(params, jobs, in_path, out_path, stats_path, simulator, fp_stages=None):
+    def run_sim(params, jobs, in_path, out_path, stats_path, simulator, fp_stages=None,
+                acc_ram="auto"):
         calls.append((params, jobs.to_dict(), in_path, out_path, stats_path, simulator,
-                      fp_stages))
+                      fp_stages, acc_ram))
     fake_module(monkeypatch, "netagg.sim.harness", run_sim=run_sim)
     jobs, inp = write_inputs(tmp_path, [])
     code, _, err = run(["sim", "--jobs-config", str(jobs), "--in", str(inp), "--out", "o.pcap",
                         "--simulator", "verilator", "--stats", "s.json", *PARAM_ARGS], capsys)
     assert code == 0, err
-    assert calls == [(PARAMS, JOBS, str(inp), "o.pcap", "s.json", "verilator", None)]
+    assert calls == [(PARAMS, JOBS, str(inp), "o.pcap", "s.json", "verilator", None, "auto")]
     code, _, err = run(["sim", "--jobs-config", str(jobs), "--in", str(inp), "--out", "o.pcap",
                         *PARAM_ARGS], capsys)
     assert calls[-1][4:6] == (None, "icarus")
+    code, _, err = run(["sim", "--jobs-config", str(jobs), "--in", str(inp), "--out", "o.pcap",
+                        "--acc-ram", "memory", *PARAM_ARGS], capsys)
+    assert code == 0 and calls.pop()[-1] == "memory"
+    code, _, err = run(["sim", "--jobs-config", str(jobs), "--in", str(inp), "--out", "o.pcap",
+                        "--frontend", "ethernet", "--acc-ram", "ecp5", *PARAM_ARGS], capsys)
+    assert code == 1 and "--acc-ram applies to the stream front end" in one_line_error(err)
     # The jobs config and the input are checked before a simulator starts.
     code, _, err = run(["sim", "--jobs-config", str(jobs), "--in", str(inp), "--out", "o.pcap"
                         ], capsys)

