@@ -76,16 +76,6 @@ FP32 = FloatFormat("fp32", 8, 23)
 BF16 = FloatFormat("bf16", 8, 7)
 
 
-def _flip(a, b, E: int) -> Value:
-    """|b| > |a| at equal exponents: the borrow of the magnitudes'
-    subtraction (exponent and fraction, one carry chain) without the
-    exponents' own borrow (b.exp > a.exp), so that one two-input LUT
-    follows the chains instead of the equal-exponent compare's tree."""
-    width = len(a.exp) + len(a.frac)
-    mag_lt = (Cat(a.frac, a.exp) - Cat(b.frac, b.exp))[width]     # |b| > |a|
-    return mag_lt & ~(a.exp - b.exp)[E]
-
-
 def _is_nan(fmt: FloatFormat, v) -> Value:
     return (v.exp == fmt.exp_max) & (v.frac != 0)
 
@@ -515,7 +505,7 @@ class FPAdd(CheckedComponent):
              "a_nan": _is_nan(fmt, a), "b_nan": _is_nan(fmt, b),
              "a_inf": _is_inf(fmt, a), "b_inf": _is_inf(fmt, b),
              "a_emax": a.exp == fmt.exp_max, "b_emax": b.exp == fmt.exp_max,
-             "flip": _flip(a, b, E),
+             "flip": (a.exp == b.exp) & (b.frac > a.frac),
              "d_ab": (a.exp - b.exp)[:E], "d_ba": (b.exp - a.exp)[:E]}
         if not self._raw_d:
             c.update(am1=(a.exp - 1)[:E], bm1=(b.exp - 1)[:E])
@@ -576,7 +566,7 @@ class FPAdd(CheckedComponent):
             "swap": (a.exp - b.exp)[E],                 # raw borrow: b.exp > a.exp
             "d_ab": (a.exp - b.exp)[:E], "d_ba": (b.exp - a.exp)[:E],
             **({} if self._raw_d else {"am1": (a.exp - 1)[:E], "bm1": (b.exp - 1)[:E]}),
-            "flip": _flip(a, b, E),
+            "flip": (a.exp == b.exp) & (b.frac > a.frac),
         })
         a, b = fmt.layout(w["a"]), fmt.layout(w["b"])
         a_emax, b_emax, a_sub, b_sub = w["a_emax"], w["b_emax"], w["a_sub"], w["b_sub"]
