@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from netagg.hdl.top import ram_form, verilog_text, write_verilog
+from netagg.hdl.top import GENERATE_RAM_FORMS, ram_form, verilog_text, write_verilog
 from netagg.params import Params
 
 BIN = Path(sys.prefix) / "bin"
@@ -70,6 +70,8 @@ def test_ram_form_default():
     assert ram_form(Params(lanes=32, elements=256, slots=1024)) == "memory"   # 257 blocks
     assert ram_form(Params(slots=4096)) == "memory"                            # 2 x 4096 x 8 deep
     assert ram_form(Params(), "memory") == "memory"
+    from netagg.cli import RAM_FORMS  # the CLI's choices (it does not import hdl)
+    assert RAM_FORMS == GENERATE_RAM_FORMS
     with pytest.raises(ValueError, match="acc_ram must be one of"):
         ram_form(Params(), "bram")
     text = verilog_text(PARAMS)
