@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from netagg.hdl.top import GENERATE_RAM_FORMS, ram_form, verilog_text, write_verilog
+from netagg.hdl.top import (
+    GENERATE_RAM_FORMS,
+    LARGEST_ECP5_BLOCKS,
+    ram_form,
+    verilog_text,
+    write_verilog,
+)
 from netagg.params import Params
 
 BIN = Path(sys.prefix) / "bin"
@@ -72,6 +78,8 @@ def test_ram_form_default():
     assert ram_form(Params(), "memory") == "memory"
     from netagg.cli import RAM_FORMS  # the CLI's choices (it does not import hdl)
     assert RAM_FORMS == GENERATE_RAM_FORMS
+    from netagg.boards.build import ECP5_BLOCKS
+    assert LARGEST_ECP5_BLOCKS == max(ECP5_BLOCKS.values())
     with pytest.raises(ValueError, match="acc_ram must be one of"):
         ram_form(Params(), "bram")
     text = verilog_text(PARAMS)
