@@ -469,6 +469,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
     tool_environment()
     from netagg.hdl.top import ram_form, write_verilog
 
+    form = ram_form(params, acc_ram)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -505,7 +506,7 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         "board": "plain-ecp5", "device": f"{device}-{speed} {package} (out of context, plain flow)",
         "top": "netagg_core", "kind": "core",
         "resources": runs[chosen]["resources"], "clocks": runs[chosen]["clocks"],
-        "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": ram_form(params, acc_ram),
+        "params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": form,
         "bitstream": None, "seed": chosen, "seeds": {str(s): fmax[s] for s in seeds},
         # endpoints later than the period, per seed, and the chosen seed's
         # by block and register (report.endpoint_slack)

@@ -133,12 +133,6 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-DP16KD_MODEL = Path(__file__).parent.parent / "hdl" / "dp16kd_model.v"
-"""A behavioural model of the ECP5 ``DP16KD`` in the configuration the
-``acc_ram="ecp5"`` core uses (Yosys declares the cell without behaviour):
-:data:`netagg.hdl.top.DP16KD_MODEL`, which the core's Verilog carries."""
-
-
 def verilog_path(params: Params, fp_stages: int | None = None,
                  root: str | os.PathLike | None = None, acc_ram: str = "memory") -> Path:
     """The cached Verilog of the core (written on first use)."""
@@ -209,7 +203,8 @@ def run_cocotb(params: Params, module: str, *, simulator: str = "icarus",
     and toggle coverage (its own cache directory) that writes its
     ``coverage.dat`` to this path (read by :mod:`netagg.sim.coverage`).
     ``acc_ram="ecp5"``: the core with its accumulators in ``DP16KD``
-    instances, simulated with :data:`DP16KD_MODEL` (in the same file)."""
+    instances, simulated with :data:`netagg.hdl.top.DP16KD_MODEL`, which
+    the core's Verilog carries."""
     if simulator not in SIMULATORS:
         raise SimError(f"unknown simulator {simulator!r} (choose from {', '.join(SIMULATORS)})")
     _sim_env_path()

@@ -25,10 +25,10 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from netagg.hdl.ram import DP16KD_DEPTH, WideRAM, dp16kd_shape
-from netagg.sim import harness
+from netagg.hdl.top import DP16KD_MODEL
 
 SEED = int(os.environ.get("NETAGG_RAM_SEED", "2026"))
-MODEL = harness.DP16KD_MODEL
+MODEL = DP16KD_MODEL
 
 
 def stimulus(rng, depth, width, cycles):
