@@ -103,6 +103,10 @@ class Decision(wiring.Component):
         RETRANSMIT (a known contributor of a completed round) or DUPLICATE.
     mode : Mode
         LANES for ACCEPT, RETRANSMIT for RETRANSMIT, DISCARD otherwise.
+    accepted : 1
+        ``verdict`` is ACCEPT (one LUT level from the metadata compares'
+        OR after the stage register, like ``completes`` and
+        ``needs_result``).
     new_state : slot_state
         The slot word after an ACCEPT (to be written only then): the copy
         ``ver`` with the worker's bit set (a fresh bitmap and the header's
@@ -152,6 +156,7 @@ class Decision(wiring.Component):
             }),
             "verdict": Out(layouts.Verdict),
             "mode": Out(Mode),
+            "accepted": Out(1),
             "new_state": Out(slot_state(params)),
             "state_after": Out(slot_state(params)),
             "state_before": Out(slot_state(params)),
@@ -303,6 +308,18 @@ class Decision(wiring.Component):
         new_contributor_in, fresh_in, complete_in, known_done_in = fields[:4]
         differs_in, n_after_in, beats_copy_in = fields[4:7]
         flags_in = Cat(new_contributor_in, fresh_in, complete_in, desc_ok_in, known_done_in)
+        # the verdict's products but for the metadata compares' OR, formed
+        # before the stage register, so that after it each of ACCEPT,
+        # ``completes`` and ``needs_result`` is one term ANDed with "the
+        # metadata matches" and ORed with one register: (ACCEPT of a fresh
+        # round, ACCEPT if the metadata matches, completes of a fresh round,
+        # completes if it matches, completes of a fresh round or
+        # RETRANSMIT)
+        ok_new_in = desc_ok_in & new_contributor_in
+        sure_done_in = ok_new_in & fresh_in & complete_in
+        prods_in = Cat(ok_new_in & fresh_in, ok_new_in & ~fresh_in, sure_done_in,
+                       ok_new_in & ~fresh_in & complete_in,
+                       sure_done_in | (desc_ok_in & known_done_in))
         new_in = Signal(slot_state(p))
         m.d.comb += new_in.eq(Cat(*(per_copy[v][pos - copy_l.size:pos] for v in range(2))))
 
@@ -316,6 +333,7 @@ class Decision(wiring.Component):
         new = stage(new_in, "s_new")
         meta_differs = stage(differs_in, "s_differs").any()
         flags = stage(flags_in, "s_flags")
+        prods = stage(prods_in, "s_prods")
         n_after = stage(n_after_in, "s_n_after")
         both_beats = stage(beats_in, "s_beats")
         new_contributor, fresh_round, complete, desc_ok, known_done = (flags[k] for k in range(5))
@@ -333,20 +351,29 @@ class Decision(wiring.Component):
             rnd.count.eq(Mux(retransmit, copy.count, hdr.count)),
             rnd.offset.eq(Mux(retransmit, copy.offset, hdr.offset)),
         ]
-        accepted = desc_ok & new_contributor & (fresh_round | ~meta_differs)
+        same_meta = ~meta_differs
+        accepted = prods[0] | (prods[1] & same_meta)
+        completes = prods[2] | (prods[3] & same_meta)
+        needs_result = prods[4] | (prods[3] & same_meta)
+        # the verdict but for MISMATCH, from registers alone; MISMATCH (a
+        # new contributor to an open round, the message validated, other
+        # metadata) chooses last
+        other_verdict, other_mode = Signal(V), Signal(Mode)
         with m.If(~desc_ok):
-            m.d.comb += [self.verdict.eq(desc.verdict), self.mode.eq(Mode.DISCARD)]
-        with m.Elif(new_contributor & ~fresh_round & meta_differs):
-            m.d.comb += [self.verdict.eq(V.MISMATCH), self.mode.eq(Mode.DISCARD)]
+            m.d.comb += [other_verdict.eq(desc.verdict), other_mode.eq(Mode.DISCARD)]
         with m.Elif(new_contributor):
-            m.d.comb += [self.verdict.eq(V.ACCEPT), self.mode.eq(Mode.LANES)]
+            m.d.comb += [other_verdict.eq(V.ACCEPT), other_mode.eq(Mode.LANES)]
         with m.Elif(copy.done):
-            m.d.comb += [self.verdict.eq(V.RETRANSMIT), self.mode.eq(Mode.RETRANSMIT)]
+            m.d.comb += [other_verdict.eq(V.RETRANSMIT), other_mode.eq(Mode.RETRANSMIT)]
         with m.Else():
-            m.d.comb += [self.verdict.eq(V.DUPLICATE), self.mode.eq(Mode.DISCARD)]
+            m.d.comb += [other_verdict.eq(V.DUPLICATE), other_mode.eq(Mode.DISCARD)]
+        mismatch = prods[1] & meta_differs
+        m.d.comb += [self.verdict.eq(Mux(mismatch, V.MISMATCH, other_verdict)),
+                     self.mode.eq(Mux(mismatch, Mode.DISCARD, other_mode))]
         m.d.comb += [
-            self.completes.eq(accepted & complete),
-            self.needs_result.eq((accepted & complete) | retransmit),
+            self.accepted.eq(accepted),
+            self.completes.eq(completes),
+            self.needs_result.eq(needs_result),
             self.first.eq(fresh_round),
             self.result_n.eq(Mux(accepted, n_after, copy.n)),
             self.round.eq(rnd),

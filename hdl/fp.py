@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .checked import CheckedComponent
+from .netlist import KEEP
 
 __all__ = [
     "FloatFormat", "FP32", "BF16", "FPAdd", "FPMinMax", "FP32ToBF16", "BF16ToFP32",
@@ -97,11 +98,40 @@ def _lzc(v: Value) -> Value:
     return Cat(Mux(hz, _lzc(lo), _lzc(hi)), hz)
 
 
-def _lzc_pad(v: Value) -> Value:
-    """Leading zeros of ``v`` (any width; ``len(v)`` when zero)."""
+def _lzc_flat(v: Value, m: Module | None = None) -> Value:
+    """Leading zeros of a power-of-two-wide (at least 8), nonzero ``v``, as
+    nibbles: each nibble's zero flag and two-bit count (one LUT level), the
+    leading zero nibbles counted from the flags alone (the high bits) and
+    the first nonzero nibble's count chosen by that count (the low bits):
+    about three LUT levels to the high bits and five to the low, against a
+    level per halving for :func:`_lzc`. With ``m``, the flags and the high
+    bits are nets of their own (``keep``), so that the mapping keeps this
+    structure."""
+    n = len(v)
+    assert n & (n - 1) == 0 and n >= 8
+    nibbles = [v[n - 4 * (k + 1):n - 4 * k] for k in range(n // 4)]   # top nibble first
+    zero = [nib == 0 for nib in nibbles]
+    hb = (len(zero) - 1).bit_length()
+    if m is not None:
+        kept = Signal(len(zero), name="lzc_zero", attrs=KEEP)
+        m.d.comb += kept.eq(Cat(*zero))
+        zero = list(kept)
+    first = [~zero[k] & Cat(*zero[:k]).all() if k else ~zero[0] for k in range(len(zero))]
+    high = Cat(*(Cat(*(f for k, f in enumerate(first) if (k >> b) & 1)).any() for b in range(hb)))
+    if m is not None:
+        kept = Signal(hb, name="lzc_high", attrs=KEEP)
+        m.d.comb += kept.eq(high)
+        high = kept
+    return Cat(Array(_lzc(nib) for nib in nibbles)[high], high)
+
+
+def _lzc_pad(v: Value, *, flat: Module | None = None) -> Value:
+    """Leading zeros of ``v`` (any width; ``len(v)`` when zero); ``flat``:
+    :func:`_lzc_flat` in that module (at least 8 bits wide with the guard)."""
     n = len(v)
     w = 1 << n.bit_length()                  # > n: leaves room for a guard one
-    return _lzc(Cat(Const((1 << (w - n)) - 1, w - n), v))
+    padded = Cat(Const((1 << (w - n)) - 1, w - n), v)
+    return _lzc(padded) if flat is None else _lzc_flat(padded, flat)
 
 
 def _gt_const(v: Value, c: int) -> Value:
@@ -208,7 +238,10 @@ class FPAdd(CheckedComponent):
     magnitude order, which the near path needs when the exponents are
     equal, is computed in parallel and applied after the first cut (the
     near difference is complemented), so that no wide compare drives the
-    swap multiplexers. Overflow is predicted from the exponent and the far
+    swap multiplexers (the open form, ``out_reg=False``, in fp32: from
+    the near subtraction's own borrow, with 2y - 2x beside it and the
+    magnitude chosen after the next cut, so that step 0 holds no
+    magnitude compare). Overflow is predicted from the exponent and the far
     sum's top bits before rounding. For bf16 (fractions of 16 bits or
     fewer) the same function is retimed: raw exponent distance with the
     subnormal y doubled before the alignment shift, the near operands
@@ -417,7 +450,7 @@ class FPAdd(CheckedComponent):
             "mx": mx, "my": my,
             "ex": Mux(swap, eb, ea), "d": Mux(swap, d_ba, d_ab),
             "exm1": Mux(swap, bm1, am1),
-            "flip": c["flip"], "sub": eff_sub,
+            **({"flip": c["flip"]} if "flip" in c else {}), "sub": eff_sub,
             "sign": Mux(swap, b.sign, a.sign),
             "nan": c["a_nan"] | c["b_nan"] | (a_inf & b_inf & eff_sub),
             "inf": a_inf | b_inf,
@@ -453,7 +486,8 @@ class FPAdd(CheckedComponent):
         return pipe.cut(2, {
             **{k: v[k] for k in keep},
             "s_far": (mx3 + y_far + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v[near[0]] | v["limit"] if self._raw_d else v["u_near"]),
+            "sh": _lzc_pad(v[near[0]] | v["limit"] if self._raw_d else v["u_near"],
+                           flat=pipe.m if not self._out_reg and not self._raw_d else None),
             "zero": zero,
         })
 
@@ -549,7 +583,11 @@ class FPAdd(CheckedComponent):
         return self._step2(pipe, v, ("t_raw", "flip"), zero)
 
     def _front_split(self, m, pipe):
-        """Steps 0 to 2 with the split cut points "0a" and "1a" (the open form)."""
+        """Steps 0 to 2 with the split cut points "0a" and "1a" (the open
+        form). fp32: the near path's flip (equal exponents, |y| > |x|) is
+        the borrow of its subtraction 2x - 2y in step 1a, not a compare in
+        step 0; both differences are registered at "1a" and the flip
+        chooses one (and the sign) in step 1."""
         fmt = self._fmt
         E, p = fmt.exp_bits, fmt.precision
         a, b = self.a, self.b
@@ -565,13 +603,14 @@ class FPAdd(CheckedComponent):
             "a_emax": a_emax, "b_emax": b_emax, "a_sub": a_sub, "b_sub": b_sub,
             "swap": (a.exp - b.exp)[E],                 # raw borrow: b.exp > a.exp
             "d_ab": (a.exp - b.exp)[:E], "d_ba": (b.exp - a.exp)[:E],
-            **({} if self._raw_d else {"am1": (a.exp - 1)[:E], "bm1": (b.exp - 1)[:E]}),
-            "flip": (a.exp == b.exp) & (b.frac > a.frac),
+            **({"flip": (a.exp == b.exp) & (b.frac > a.frac)} if self._raw_d
+               else {"am1": (a.exp - 1)[:E], "bm1": (b.exp - 1)[:E]}),
         })
         a, b = fmt.layout(w["a"]), fmt.layout(w["b"])
         a_emax, b_emax, a_sub, b_sub = w["a_emax"], w["b_emax"], w["a_sub"], w["b_sub"]
         cut0 = self._order(a, b, {
-            "swap": w["swap"], "a_sub": a_sub, "b_sub": b_sub, "flip": w["flip"],
+            "swap": w["swap"], "a_sub": a_sub, "b_sub": b_sub,
+            **({"flip": w["flip"]} if self._raw_d else {}),
             "a_emax": a_emax, "b_emax": b_emax,
             "a_nan": a_emax & w["a_fnz"], "b_nan": b_emax & w["b_fnz"],
             "a_inf": a_emax & ~w["a_fnz"], "b_inf": b_emax & ~w["b_fnz"],
@@ -594,8 +633,22 @@ class FPAdd(CheckedComponent):
         # bits shifted out by the coarse shift (bit i: d_hi > i // 8)
         below_c = Cat(*(_gt_const(d_hi, i >> fine) | ovr if len(d_hi) else ovr
                         for i in range(p + 3)))
-        flip = v["flip"]
-        near_d, exm1, t_raw = self._near_sub(v, d, ex)
+        if self._raw_d:
+            flip = v["flip"]
+            near_d, exm1, t_raw = self._near_sub(v, d, ex)
+            near_t = {"t_raw": t_raw}
+        else:
+            # fp32: the near path's order from its own subtraction: 2x - y1
+            # (y1 = y, or 2y when d = 0) and, beside it, 2y - 2x; flipped
+            # (|y| > |x|: equal exponents, d = 0) when the first borrows.
+            # The flip leaves step 0 (no magnitude compare before cut 0);
+            # the difference's magnitude is chosen after this cut.
+            y1 = Mux(d[0], Cat(v["my"], Const(0, 1)), Cat(Const(0, 1), v["my"]))
+            x1 = Cat(Const(0, 1), v["mx"])
+            t_xy = x1 - y1                               # p+2 bits, the borrow on top
+            flip = (d == 0) & t_xy[p + 1]
+            near_d, exm1 = d[1:] == 0, v["exm1"]
+            near_t = {"t_xy": t_xy[:p + 1], "t_yx": (y1 - x1)[:p + 1]}
         # a left shift by ex-1 brings bit p-(ex-1) to the top: mark it, so
         # that the leading-zero count never exceeds ex-1 (subnormal results;
         # bf16: ORed in after the cut)
@@ -603,10 +656,12 @@ class FPAdd(CheckedComponent):
         keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign")
         v = pipe.cut("1a", {
             **{k: v[k] for k in keep},
-            "sign": v["sign"] ^ (flip & sub),   # flipped: y's sign
+            # flipped: y's sign (fp32: applied after the cut, where the
+            # flip, from the near subtraction's borrow, is registered)
+            "sign": v["sign"] ^ (flip & sub) if self._raw_d else v["sign"],
             "near": sub & near_d,
             "my_c": my_c, "st_c": (my3 & below_c) != 0, "d_lo": dl[:fine],
-            "t_raw": t_raw, "flip": flip, "limit": limit,
+            **near_t, "flip": flip, "limit": limit,
             "exm1": exm1,
             "e_top": ex == fmt.exp_max - 1, "e_top1": ex == fmt.exp_max - 2,
         })
@@ -620,12 +675,13 @@ class FPAdd(CheckedComponent):
         # addition after the cut adds it as it comes, with carry-in ``sub``
         # (bf16: the sticky bit registered apart, ORed in after the cut)
         y_far = Cat(my_al if self._raw_d else my_al | sticky, Const(0, 1))
-        # the near difference's magnitude (fp32: complemented when flipped)
-        t_near = v["t_raw"] if self._raw_d else v["t_raw"] ^ _rep(flip, p + 1)
-        keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign", "sign", "near",
+        # the near difference's magnitude (fp32: 2y - 2x when flipped)
+        t_near = v["t_raw"] if self._raw_d else Mux(flip, v["t_yx"], v["t_xy"])
+        keep = ("mx", "ex", "sub", "nan", "inf", "inf_sign", "near",
                 "exm1", "e_top", "e_top1")
         v = pipe.cut(1, {
             **{k: v[k] for k in keep},
+            "sign": v["sign"] if self._raw_d else v["sign"] ^ (flip & sub),
             "y_far": y_far ^ _rep(sub, p + 4),
             "t_near": t_near,
             **({"limit": v["limit"], "sticky": sticky} if self._raw_d

@@ -315,7 +315,7 @@ class SlotTable(CheckedComponent):
                     # forwarded, from the registered verdict: ``e_acc``)
                     m.d.sync += [getattr(e_terms[k], name).eq(value) for name, value in decided]
                     m.d.sync += [e_old[k].eq(decision.state_before),
-                                 e_acc[k].eq(decision.verdict == V.ACCEPT)]
+                                 e_acc[k].eq(decision.accepted)]
                 with m.Elif(decide & (rptr == k)):
                     m.d.sync += e_valid[k].eq(0)
             with m.If(b_moves):

@@ -179,12 +179,14 @@ def test_decision_matches_golden_model(name, latency, sources, request):
             if dropped is not None:
                 assert got_verdict is dropped and mode is Mode.DISCARD
                 assert not ctx.get(dut.needs_result) and not ctx.get(dut.completes)
+                assert not ctx.get(dut.accepted)
                 assert [_copy_of(ctx.get(dut.state_after)[v]) for v in (0, 1)] == \
                     [_copy_value(s) for s in before]
                 continue
             out = sw.receive(msg)
             ctx_info = (seed, seen["checked"], before, h)
             assert got_verdict is out.verdict, ctx_info
+            assert ctx.get(dut.accepted) == (out.verdict is Verdict.ACCEPT), ctx_info
             seen["verdicts"].add(out.verdict)
             seen["checked"] += 1
             expect_mode = {Verdict.ACCEPT: Mode.LANES,
