@@ -60,9 +60,14 @@ class Decision(wiring.Component):
     held while ``en`` is low. Before the stage register: everything that
     does not depend on whether the metadata matches (which copy, the
     bitmap, the count, the word after an ACCEPT, a retransmission and its
-    round) and the metadata compares per field; after it, their OR decides
-    ACCEPT or MISMATCH and selects the outputs (a few LUT levels). The slot
-    table registers the outputs it needs before acting on them.
+    round), the metadata compares per field and the verdict's products
+    but for their OR (ACCEPT, ``completes``, ``needs_result`` for a fresh
+    round and for a matching one); after it, their OR decides ACCEPT or
+    MISMATCH (each of ``accepted``, ``completes``, ``needs_result`` one
+    term ANDed with "the metadata matches" and ORed with one register;
+    MISMATCH chooses last between the verdict and the one formed from
+    registers) and selects the outputs (a few LUT levels). The slot table
+    registers the outputs it needs before acting on them.
 
     Inputs
     ------

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .checked import CheckedComponent
-from .netlist import KEEP
 
 __all__ = [
     "FloatFormat", "FP32", "BF16", "FPAdd", "FPMinMax", "FP32ToBF16", "BF16ToFP32",
@@ -98,40 +97,11 @@ def _lzc(v: Value) -> Value:
     return Cat(Mux(hz, _lzc(lo), _lzc(hi)), hz)
 
 
-def _lzc_flat(v: Value, m: Module | None = None) -> Value:
-    """Leading zeros of a power-of-two-wide (at least 8), nonzero ``v``, as
-    nibbles: each nibble's zero flag and two-bit count (one LUT level), the
-    leading zero nibbles counted from the flags alone (the high bits) and
-    the first nonzero nibble's count chosen by that count (the low bits):
-    about three LUT levels to the high bits and five to the low, against a
-    level per halving for :func:`_lzc`. With ``m``, the flags and the high
-    bits are nets of their own (``keep``), so that the mapping keeps this
-    structure."""
-    n = len(v)
-    assert n & (n - 1) == 0 and n >= 8
-    nibbles = [v[n - 4 * (k + 1):n - 4 * k] for k in range(n // 4)]   # top nibble first
-    zero = [nib == 0 for nib in nibbles]
-    hb = (len(zero) - 1).bit_length()
-    if m is not None:
-        kept = Signal(len(zero), name="lzc_zero", attrs=KEEP)
-        m.d.comb += kept.eq(Cat(*zero))
-        zero = list(kept)
-    first = [~zero[k] & Cat(*zero[:k]).all() if k else ~zero[0] for k in range(len(zero))]
-    high = Cat(*(Cat(*(f for k, f in enumerate(first) if (k >> b) & 1)).any() for b in range(hb)))
-    if m is not None:
-        kept = Signal(hb, name="lzc_high", attrs=KEEP)
-        m.d.comb += kept.eq(high)
-        high = kept
-    return Cat(Array(_lzc(nib) for nib in nibbles)[high], high)
-
-
-def _lzc_pad(v: Value, *, flat: Module | None = None) -> Value:
-    """Leading zeros of ``v`` (any width; ``len(v)`` when zero); ``flat``:
-    :func:`_lzc_flat` in that module (at least 8 bits wide with the guard)."""
+def _lzc_pad(v: Value) -> Value:
+    """Leading zeros of ``v`` (any width; ``len(v)`` when zero)."""
     n = len(v)
     w = 1 << n.bit_length()                  # > n: leaves room for a guard one
-    padded = Cat(Const((1 << (w - n)) - 1, w - n), v)
-    return _lzc(padded) if flat is None else _lzc_flat(padded, flat)
+    return _lzc(Cat(Const((1 << (w - n)) - 1, w - n), v))
 
 
 def _gt_const(v: Value, c: int) -> Value:
@@ -486,8 +456,7 @@ class FPAdd(CheckedComponent):
         return pipe.cut(2, {
             **{k: v[k] for k in keep},
             "s_far": (mx3 + y_far + v["sub"])[:p + 4],
-            "sh": _lzc_pad(v[near[0]] | v["limit"] if self._raw_d else v["u_near"],
-                           flat=pipe.m if not self._out_reg and not self._raw_d else None),
+            "sh": _lzc_pad(v[near[0]] | v["limit"] if self._raw_d else v["u_near"]),
             "zero": zero,
         })
 
