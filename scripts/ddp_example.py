@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -90,11 +91,18 @@ def _rank_main(rank, args, store_port, switch_port, queue):
 
 
 def run(args) -> dict:
+    tmp = tempfile.mkdtemp(prefix="netagg-ddp-")
+    try:
+        return _run(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(args, tmp: str) -> dict:
     import multiprocessing as mp
 
     import numpy as np
 
-    tmp = tempfile.mkdtemp(prefix="netagg-ddp-")
     jobs = os.path.join(tmp, "jobs.json")
     with open(jobs, "w") as f:
         json.dump({"jobs": [{"id": 0, "workers": args.workers, "slot_base": 0,
