@@ -27,7 +27,8 @@ Weights, in LUT levels (a level: one LUT4 and the route into it):
 - ``DP16KD`` read data: 1 with the block's output register
   (``REGMODE_B="OUTREG"``: 0.96 ns from the clock), 5 without it (5.83 ns);
 - ``TRELLIS_DPR16X4`` read data (distributed RAM): 1 after its read address;
-- a flip-flop's output and the module's inputs: 0.
+- a flip-flop's output and the module's inputs: 0 (the inputs: not a
+  start at all with ``from_inputs=False``).
 
 An endpoint is a flip-flop's data, clock enable or set/reset input, or a
 block or distributed RAM's address, data or enable input; its depth is the
@@ -78,9 +79,15 @@ def _bits(conn) -> list[int]:
 
 
 def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
-                top_n: int = 25) -> dict:
+                top_n: int = 25, from_inputs: bool = True) -> dict:
     """The logic depth summary of ``netlist`` (a path to a Yosys JSON netlist,
-    or the loaded dict) for module ``top`` (default: the one marked top)."""
+    or the loaded dict) for module ``top`` (default: the one marked top).
+
+    ``from_inputs``: paths from the module's input ports count, from depth 0
+    (as Yosys's mapper sees them: its deepest path bounds how far it lets
+    every other path grow while it saves area); ``False``: they do not (as
+    an out-of-context placement times them: an input port is no timing
+    startpoint), and an endpoint reached from input ports only is left out."""
     if isinstance(netlist, (str, os.PathLike)):
         with open(netlist, encoding="utf-8") as f:
             netlist = json.load(f)
@@ -107,6 +114,10 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
                 yield port, _bits(cell["connections"].get(port, []))
 
     depth: dict[int, float] = {}
+    untimed = float("-inf")
+    input_bits = set() if from_inputs else {
+        b for port in module.get("ports", {}).values()
+        if port.get("direction") == "input" for b in _bits(port.get("bits", []))}
 
     def cost(bit: int) -> tuple[float | None, list[tuple[int, float]]]:
         """The depth of ``bit`` if fixed by its driver, else None and the
@@ -139,7 +150,7 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
                 stack.pop()
                 continue
             if b not in driver:
-                depth[b] = 0.0
+                depth[b] = untimed if b in input_bits else 0.0
                 stack.pop()
                 continue
             fixed, deps = cost(b)
@@ -168,7 +179,9 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
         else:
             continue
         if bits:
-            endpoints.append((max(depth_of(b) for b in bits), name))
+            d = max(depth_of(b) for b in bits)
+            if d != untimed:
+                endpoints.append((d, name))
 
     def block(name: str) -> str:
         return name.rsplit(".", 1)[0] if "." in name else "(top)"

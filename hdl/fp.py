@@ -380,9 +380,10 @@ class FPAdd(CheckedComponent):
     def _order(self, a, b, c):
         """The first cut's values (step 0's multiplexers) from the operands
         ``a``, ``b`` and their classification ``c``: ``swap``, ``a_sub``,
-        ``b_sub``, the NaN and infinity flags, ``flip``, the raw exponent
-        differences ``d_ab``, ``d_ba`` (and, fp32, the decrements ``am1``,
-        ``bm1``)."""
+        ``b_sub``, the NaN and infinity flags, the raw exponent differences
+        ``d_ab``, ``d_ba`` (and, fp32, the decrements ``am1``, ``bm1``);
+        ``flip`` where ``c`` has it (bf16, and fp32 in the adder alone: fp32's
+        open form forms it after cut 0)."""
         a_sub, b_sub, swap = c["a_sub"], c["b_sub"], c["swap"]
         eff_sub = a.sign ^ b.sign
         ea = Cat(a.exp[0] | a_sub, a.exp[1:])          # effective exponents

@@ -8,8 +8,12 @@ free of the placement's seed-to-seed spread; ``build_ooc`` records the same
 summary beside its Fmax (``logic_depth`` in its report). 150 MHz on the
 LFE5U-85F-6 holds about five levels where the routes are short.
 
+``--untimed-inputs`` leaves out the paths from the core's input ports (an
+out-of-context placement does not time them); by default they count, as
+Yosys's mapper sees them.
+
 Usage: scripts/logic_depth.py [--lanes L --elements K --slots S ...]
-       [--outdir DIR] [--threshold 5] [--json out.json] [--top N]
+       [--outdir DIR] [--threshold 5] [--json out.json] [--top N] [--untimed-inputs]
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import argparse
 import json
 import sys
 import tempfile
+from pathlib import Path
 
 from netagg.boards.build import synth_ooc
+from netagg.boards.depth import logic_depth
 from netagg.params import Params
 
 
@@ -35,6 +41,8 @@ def main(argv=None) -> int:
                     help="count endpoints at least this deep by block (default 5)")
     ap.add_argument("--top", type=int, default=20, help="deepest registers listed (default 20)")
     ap.add_argument("--json", dest="json_path", help="write the summary here")
+    ap.add_argument("--untimed-inputs", action="store_true",
+                    help="leave out paths from the core's input ports (as placed out of context)")
     args = ap.parse_args(argv)
     given = {k: getattr(args, k) for k in ("lanes", "elements", "slots", "workers", "jobs")
              if getattr(args, k) is not None}
@@ -48,6 +56,10 @@ def main(argv=None) -> int:
         print(f"synth_ecp5 of the core ({params.to_dict()}) in {outdir} ...", file=sys.stderr,
               flush=True)
         r = synth_ooc(params, outdir, threshold=args.threshold, top_n=args.top)
+        if args.untimed_inputs:
+            r.update(logic_depth(Path(outdir) / "netagg_core.json", "netagg_core",
+                                 threshold=args.threshold, top_n=args.top, from_inputs=False),
+                     from_inputs=False)
     print(f"LUT4 {r['LUT4']}, endpoints {r['endpoints']}, deepest {r['max']} levels "
           f"(synth {r['synth_seconds']} s)")
     print("endpoints at least: " + ", ".join(f"{t}: {n}" for t, n in r["at_least"].items()))

@@ -80,6 +80,33 @@ def test_each_cells_delay_counts_along_the_deepest_chain(tmp_path):
     assert r["endpoints"] == 7 and r["deepest"][0]["register"] == "f"
 
 
+def test_paths_from_the_inputs_count_unless_told_not_to():
+    """An input port is depth 0 for the mapper's view and no start for an
+    out-of-context placement's: a LUT of a port and a flip-flop's LUT
+    counts from the flip-flop; an endpoint fed by ports alone is left out."""
+    n = _netlist()
+    top = n["modules"]["top"]
+    top["ports"] = {"p": {"direction": "input", "bits": [30, 31]},
+                    "o": {"direction": "output", "bits": [20]}}
+    top["cells"].update({
+        # port -> LUT -> LUT -> register h (2 from the port)
+        "lp1": _cell("LUT4", {"A": ("input", [30]), "Z": ("output", [32])}),
+        "lp2": _cell("LUT4", {"A": ("input", [32]), "B": ("input", [31]), "Z": ("output", [33])}),
+        "fh": _ff("h", 25, di=33),
+        # port -> LUT -> LUT and a register -> LUT (its second) -> register i
+        "lq": _cell("LUT4", {"A": ("input", [32]), "B": ("input", [2]), "Z": ("output", [34])}),
+        "fi": _ff("i", 26, di=34),
+    })
+    top["netnames"].update({"w.h": {"bits": [25]}, "w.i": {"bits": [26]}})
+    lut = WEIGHTS["LUT4"]
+    timed = {d["register"]: d["depth"] for d in logic_depth(n, threshold=0.5)["deepest"]}
+    assert timed["w.h"] == pytest.approx(2 * lut) and timed["w.i"] == pytest.approx(2 * lut)
+    r = logic_depth(n, threshold=0.5, from_inputs=False)
+    untimed = {d["register"]: d["depth"] for d in r["deepest"]}
+    assert "w.h" not in untimed and untimed["w.i"] == pytest.approx(lut)
+    assert r["endpoints"] == 8 and logic_depth(n)["endpoints"] == 9
+
+
 def test_a_netlist_without_a_single_top_names_it():
     n = _netlist()
     # Yosys writes attributes as binary strings: all zeros is not the top
