@@ -287,7 +287,8 @@ def _synth_core(params: Params, outdir: Path, *, fp_stages, device: str,
 
 
 def synth_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85F",
-              acc_ram: str | None = None, threshold: float = 5.0, top_n: int = 25) -> dict:
+              acc_ram: str | None = None, threshold: float = 5.0, top_n: int = 25,
+              from_inputs: bool = True) -> dict:
     """The first half of :func:`build_ooc`: ``netagg_core`` through
     ``synth_ecp5`` alone (about a minute for the default core, against ten
     for the whole build), and its logic depth
@@ -295,7 +296,8 @@ def synth_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     of cells, the same for every placement). Writes ``netagg_core.json``
     and ``depth.json`` in ``outdir``; returns the depth summary with
     ``params``, ``acc_ram``, ``LUT4`` (the netlist's LUTs) and
-    ``synth_seconds``; ``threshold`` and ``top_n`` as for ``logic_depth``."""
+    ``synth_seconds``; ``threshold``, ``top_n`` and ``from_inputs`` (also
+    in the result) as for ``logic_depth``."""
     if device not in ECP5_DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r} (choose from {', '.join(ECP5_DEVICES)})")
     outdir = Path(outdir)
@@ -304,11 +306,13 @@ def synth_ooc(params: Params, outdir, *, fp_stages=None, device: str = "LFE5U-85
     seconds = time.monotonic() - start
     with open(outdir / "netagg_core.json", encoding="utf-8") as f:
         netlist = json.load(f)
-    depth = _depth.logic_depth(netlist, "netagg_core", threshold=threshold, top_n=top_n)
+    depth = _depth.logic_depth(netlist, "netagg_core", threshold=threshold, top_n=top_n,
+                               from_inputs=from_inputs)
     luts = sum(c.get("type") == "LUT4"
                for c in netlist["modules"]["netagg_core"].get("cells", {}).values())
     result = {"params": params.to_dict(), "fp_stages": fp_stages, "acc_ram": acc_ram,
-              "LUT4": luts, **depth, "synth_seconds": round(seconds, 1)}
+              "LUT4": luts, **depth, "from_inputs": from_inputs,
+              "synth_seconds": round(seconds, 1)}
     with open(outdir / "depth.json", "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
         f.write("\n")

@@ -42,7 +42,7 @@ import collections
 import json
 import os
 
-__all__ = ["THRESHOLDS", "WEIGHTS", "logic_depth"]
+__all__ = ["THRESHOLDS", "WEIGHTS", "enable_nets", "logic_depth"]
 
 WEIGHTS = {"LUT4": 1.0, "PFUMX": 0.3, "L6MUX21": 0.3, "CCU2C": 1.0, "CCU2C.CIN": 0.1,
            "DP16KD.OUTREG": 1.0, "DP16KD.NOREG": 5.0, "TRELLIS_DPR16X4": 1.0}
@@ -78,70 +78,67 @@ def _bits(conn) -> list[int]:
     return [b for b in conn if isinstance(b, int)]
 
 
-def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
-                top_n: int = 25, from_inputs: bool = True) -> dict:
-    """The logic depth summary of ``netlist`` (a path to a Yosys JSON netlist,
-    or the loaded dict) for module ``top`` (default: the one marked top).
+class _Cones:
+    """The names, drivers and depths (in LUT levels, from registers, RAM
+    outputs and, with ``from_inputs``, the module's input ports) of the bits
+    of one module of a Yosys JSON netlist; a bit fed by input ports alone
+    has depth ``UNTIMED`` when ``from_inputs`` is false."""
 
-    ``from_inputs``: paths from the module's input ports count, from depth 0
-    (as Yosys's mapper sees them: its deepest path bounds how far it lets
-    every other path grow while it saves area); ``False``: they do not (as
-    an out-of-context placement times them: an input port is no timing
-    startpoint), and an endpoint reached from input ports only is left out."""
-    if isinstance(netlist, (str, os.PathLike)):
-        with open(netlist, encoding="utf-8") as f:
-            netlist = json.load(f)
-    module = _module(netlist, top)
-    cells = module.get("cells", {})
+    UNTIMED = float("-inf")
 
-    names: dict[int, str] = {}
-    for name, net in module.get("netnames", {}).items():
-        # prefer the names a designer gave (fewer "$" of the tools)
-        for bit in _bits(net.get("bits", [])):
-            if bit not in names or name.count("$") < names[bit].count("$"):
-                names[bit] = name
+    def __init__(self, netlist, top: str | None, from_inputs: bool):
+        if isinstance(netlist, (str, os.PathLike)):
+            with open(netlist, encoding="utf-8") as f:
+                netlist = json.load(f)
+        module = _module(netlist, top)
+        self.cells = cells = module.get("cells", {})
+        self.names: dict[int, str] = {}
+        for name, net in module.get("netnames", {}).items():
+            # prefer the names a designer gave (fewer "$" of the tools)
+            for bit in _bits(net.get("bits", [])):
+                if bit not in self.names or name.count("$") < self.names[bit].count("$"):
+                    self.names[bit] = name
+        self.driver: dict[int, tuple[str, str]] = {}
+        for cname, cell in cells.items():
+            for port, direction in cell.get("port_directions", {}).items():
+                if direction == "output":
+                    for bit in _bits(cell["connections"].get(port, [])):
+                        self.driver[bit] = (cname, port)
+        self._depth: dict[int, float] = {}
+        self._input_bits = set() if from_inputs else {
+            b for port in module.get("ports", {}).values()
+            if port.get("direction") == "input" for b in _bits(port.get("bits", []))}
 
-    driver: dict[int, tuple[str, str]] = {}
-    for cname, cell in cells.items():
-        for port, direction in cell.get("port_directions", {}).items():
-            if direction == "output":
-                for bit in _bits(cell["connections"].get(port, [])):
-                    driver[bit] = (cname, port)
-
+    @staticmethod
     def inputs(cell, ports=None):
         for port, direction in cell.get("port_directions", {}).items():
             if direction == "input" and (ports is None or port in ports):
                 yield port, _bits(cell["connections"].get(port, []))
 
-    depth: dict[int, float] = {}
-    untimed = float("-inf")
-    input_bits = set() if from_inputs else {
-        b for port in module.get("ports", {}).values()
-        if port.get("direction") == "input" for b in _bits(port.get("bits", []))}
-
-    def cost(bit: int) -> tuple[float | None, list[tuple[int, float]]]:
+    def _cost(self, bit: int) -> tuple[float | None, list[tuple[int, float]]]:
         """The depth of ``bit`` if fixed by its driver, else None and the
         (input bit, cell delay) pairs it is the deepest of."""
-        cname, port = driver[bit]
-        cell = cells[cname]
+        cname, port = self.driver[bit]
+        cell = self.cells[cname]
         kind = cell["type"]
         if kind in _COMB:
             if kind == "CCU2C":
                 deps = [(b, WEIGHTS["CCU2C.CIN"] if p == "CIN" else WEIGHTS["CCU2C"])
-                        for p, bs in inputs(cell) for b in bs]
+                        for p, bs in self.inputs(cell) for b in bs]
                 return None, deps
-            return None, [(b, WEIGHTS[kind]) for _, bs in inputs(cell) for b in bs]
+            return None, [(b, WEIGHTS[kind]) for _, bs in self.inputs(cell) for b in bs]
         if kind == "DP16KD":
             mode = str(cell.get("parameters", {}).get("REGMODE_B", "NOREG")).strip('"')
             return (WEIGHTS["DP16KD.OUTREG"] if mode == "OUTREG" else WEIGHTS["DP16KD.NOREG"]), []
         if kind == "TRELLIS_DPR16X4" and port.startswith("DO"):
-            rad = [b for p, bs in inputs(cell) if p.startswith("RAD") for b in bs]
+            rad = [b for p, bs in self.inputs(cell) if p.startswith("RAD") for b in bs]
             if not rad:
                 return WEIGHTS["TRELLIS_DPR16X4"], []
             return None, [(b, WEIGHTS["TRELLIS_DPR16X4"]) for b in rad]
         return 0.0, []          # a flip-flop's output, or a cell the model does not know
 
-    def depth_of(bit: int) -> float:
+    def depth(self, bit: int) -> float:
+        depth = self._depth
         # iterative: control cones are deep chains of nets
         stack = [bit]
         while stack:
@@ -149,11 +146,11 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
             if b in depth:
                 stack.pop()
                 continue
-            if b not in driver:
-                depth[b] = untimed if b in input_bits else 0.0
+            if b not in self.driver:
+                depth[b] = self.UNTIMED if b in self._input_bits else 0.0
                 stack.pop()
                 continue
-            fixed, deps = cost(b)
+            fixed, deps = self._cost(b)
             if fixed is not None:
                 depth[b] = fixed
                 stack.pop()
@@ -165,6 +162,21 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
             depth[b] = max((w + depth[d] for d, w in deps), default=0.0)
             stack.pop()
         return depth[bit]
+
+
+def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
+                top_n: int = 25, from_inputs: bool = True) -> dict:
+    """The logic depth summary of ``netlist`` (a path to a Yosys JSON netlist,
+    or the loaded dict) for module ``top`` (default: the one marked top).
+
+    ``from_inputs``: paths from the module's input ports count, from depth 0
+    (as Yosys's mapper sees them: its deepest path bounds how far it lets
+    every other path grow while it saves area); ``False``: they do not (as
+    an out-of-context placement times them: an input port is no timing
+    startpoint), and an endpoint reached from input ports only is left out."""
+    cones = _Cones(netlist, top, from_inputs)
+    cells, names, inputs, depth_of = cones.cells, cones.names, cones.inputs, cones.depth
+    untimed = cones.UNTIMED
 
     endpoints = []          # (depth, register name)
     for cname, cell in cells.items():
@@ -204,3 +216,37 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
                     for n, e in deepest],
         "weights": dict(WEIGHTS),
     }
+
+
+def enable_nets(netlist, top: str | None = None, *, min_loads: int = 32,
+                from_inputs: bool = True) -> list[dict]:
+    """The flip-flops' enable nets (``CE`` and ``LSR`` inputs) of module
+    ``top`` of ``netlist`` with at least ``min_loads`` flip-flop pins: a
+    wide register's load enable, which the placer pulls towards its loads.
+    Each as ``net`` (its name), ``loads``, ``pins`` (``CE``, ``LSR``),
+    ``driver`` (the driving cell's type; ``"input"`` for a port) and
+    ``depth`` (in LUT levels, as :func:`logic_depth`), deepest first, then
+    by loads."""
+    if type(min_loads) is not int or min_loads < 1:
+        raise ValueError(f"min_loads must be a positive int, not {min_loads!r}")
+    cones = _Cones(netlist, top, from_inputs)
+    loads: collections.Counter = collections.Counter()
+    pins: dict[int, set] = collections.defaultdict(set)
+    for cell in cones.cells.values():
+        if cell["type"] == "TRELLIS_FF":
+            for port, bits in cones.inputs(cell, ("CE", "LSR")):
+                for b in bits:
+                    loads[b] += 1
+                    pins[b].add(port)
+    rows = []
+    for b, n in loads.items():
+        if n < min_loads:
+            continue
+        drv = cones.driver.get(b)
+        d = cones.depth(b)
+        rows.append({"net": cones.names.get(b, str(b)), "loads": n, "pins": sorted(pins[b]),
+                     "driver": cones.cells[drv[0]]["type"] if drv else "input",
+                     "depth": None if d == cones.UNTIMED else round(d, 2)})
+    rows.sort(key=lambda r: (-(r["depth"] if r["depth"] is not None else -1), -r["loads"],
+                             r["net"]))
+    return rows

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from netagg.boards import build as build_mod
-from netagg.boards.depth import WEIGHTS, logic_depth
+from netagg.boards.depth import WEIGHTS, enable_nets, logic_depth
 
 
 def _cell(kind, ports, **params):
@@ -107,6 +107,62 @@ def test_paths_from_the_inputs_count_unless_told_not_to():
     assert r["endpoints"] == 8 and logic_depth(n)["endpoints"] == 9
 
 
+def _with_enables():
+    """_netlist() with wide enables: l1's output (1 level) on the CE of g and
+    of two more flip-flops, register a on two LSRs, input port p on a CE."""
+    n = _netlist()
+    top = n["modules"]["top"]
+    top["ports"] = {"p": {"direction": "input", "bits": [30]}}
+    for k in range(2):
+        top["cells"][f"fx{k}"] = _cell("TRELLIS_FF", {
+            "CLK": ("input", [1]), "CE": ("input", [4]), "Q": ("output", [40 + k])})
+        top["cells"][f"fy{k}"] = _cell("TRELLIS_FF", {
+            "CLK": ("input", [1]), "LSR": ("input", [2]), "Q": ("output", [42 + k])})
+    top["cells"]["fz"] = _cell("TRELLIS_FF", {
+        "CLK": ("input", [1]), "CE": ("input", [30]), "Q": ("output", [44])})
+    top["netnames"].update({"u.en": {"bits": [4]}, "p": {"bits": [30]}})
+    return n
+
+
+def test_enable_nets_counts_each_flip_flop_pin_with_its_drivers_depth():
+    n = _with_enables()
+    lut = WEIGHTS["LUT4"]
+    assert enable_nets(n, min_loads=2) == [
+        {"net": "u.en", "loads": 3, "pins": ["CE"], "driver": "LUT4", "depth": lut},
+        {"net": "u.a", "loads": 2, "pins": ["LSR"], "driver": "TRELLIS_FF", "depth": 0.0}]
+    assert [r["net"] for r in enable_nets(n, min_loads=3)] == ["u.en"]
+    ones = {r["net"]: r for r in enable_nets(n, min_loads=1)}
+    assert ones["p"] == {"net": "p", "loads": 1, "pins": ["CE"], "driver": "input", "depth": 0.0}
+    assert enable_nets(n, min_loads=1, from_inputs=False)[-1]["depth"] is None
+    with pytest.raises(ValueError, match="min_loads"):
+        enable_nets(n, min_loads=0)
+
+
+def test_the_script_reads_a_netlist_and_lists_its_enables(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+    script = Path(__file__).resolve().parent.parent / "scripts" / "logic_depth.py"
+    spec = importlib.util.spec_from_file_location("_script_logic_depth", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n = _with_enables()
+    n["modules"]["netagg_core"] = n["modules"].pop("top")
+    path, out = tmp_path / "core.json", tmp_path / "out.json"
+    path.write_text(json.dumps(n))
+    assert mod.main(["--netlist", str(path), "--enables", "2", "--untimed-inputs",
+                     "--threshold", "1", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    want = logic_depth(n, "netagg_core", threshold=1, top_n=20, from_inputs=False)
+    assert {k: r[k] for k in want} == json.loads(json.dumps(want))
+    assert r["from_inputs"] is False
+    assert r["enable_nets"] == enable_nets(n, "netagg_core", min_loads=2, from_inputs=False)
+    assert ("enable nets of at least 2 flip-flops: 2, 1 driven by logic (3 loads):"
+            in capsys.readouterr().out)
+    assert mod.main(["--netlist", str(path), "--lanes", "4"]) == 2
+    assert mod.main(["--netlist", str(tmp_path / "none.json")]) == 2
+    assert mod.main(["--netlist", str(path), "--enables", "0"]) == 2
+
+
 def test_a_netlist_without_a_single_top_names_it():
     n = _netlist()
     # Yosys writes attributes as binary strings: all zeros is not the top
@@ -124,6 +180,7 @@ def test_synth_ooc_reports_a_small_cores_depth(tmp_path):
     from netagg.params import Params
     p = Params(lanes=1, elements=4, slots=4, workers=2, jobs=1, dtypes=("int32",), ops=("sum",))
     r = build_mod.synth_ooc(p, tmp_path)
+    assert r["from_inputs"] is True
     assert r["LUT4"] > 100 and r["endpoints"] > 100 and 1.0 <= r["max"] < 20
     assert json.loads((tmp_path / "depth.json").read_text()) == r
     again = logic_depth(tmp_path / "netagg_core.json", "netagg_core")
