@@ -59,9 +59,9 @@ def _entry(params: Params, data_beats: int, gap_bits: int) -> data.StructLayout:
         **acc,
         "data_addr": unsigned(data_addr_bits(data_beats)),
         "data_prev": unsigned(data_addr_bits(data_beats)),   # of the beat issued last
-        # payload beats freed when it leaves: its own, and those of younger
-        # entries that left before it
-        "frees": unsigned(data_addr_bits(data_beats) + 2),
+        # its first payload beat (mod 2 x data_beats): the buffer frees up
+        # to the oldest held entry's
+        "data_start": unsigned(data_addr_bits(data_beats) + 1),
         "done": unsigned(1),      # every beat issued; leaves the queue next cycle
         # a combine's hold on the next message of its copy, from its last
         # beat on: bit i set if that message may not issue i + 1 cycles
@@ -144,11 +144,18 @@ class IssueQueue(CheckedComponent):
         the address again, one copy per lane's RAM, loaded from this one
         flip-flop).
     data : In(payload_beat)
-    released : Out(count)
-        Registered: payload buffer beats of the entry that left in the
-        previous cycle if it was the oldest, with those handed to it: an
-        entry that leaves before an older one returns its beats with that
-        one (the buffer frees in arrival order).
+    data_head : In(address + 1)
+        The payload buffer's ``head`` (the first beat of the oldest message
+        not yet pushed, mod 2 x ``data_beats``).
+    data_free : Out(address + 1)
+        Registered: the first payload beat still needed (mod 2 x
+        ``data_beats``), as of the previous cycle: the ``data_start`` of the
+        oldest entry held and not done, else of the request pushed before
+        it (``incoming``), else ``data_head``. The buffer frees every beat
+        before it: payload space comes back in arrival order, as the oldest
+        entry leaves (an entry that leaves before an older one frees nothing
+        until that one does). A pointer, not a count: no adder lies in an
+        entry's next value.
     res_beat : Out(stream of result_beat, always_ready)
         Registered RESULT beats: a completing combine's beats as they leave
         the lanes (new accumulators and sticky flags), a retransmission's as
@@ -204,9 +211,9 @@ class IssueQueue(CheckedComponent):
     later): no beat index or address is compared. Which entries are of
     one copy is registered per place, and a request's copy is compared
     with the entries' and with the record of the last beats issued (the
-    holds of the combines that left) as it is pushed. Which entry arrived
-    just before which (the payload buffer's beats handed on as entries
-    leave) is registered.
+    holds of the combines that left) as it is pushed. Payload space is
+    returned as a pointer (``data_free``), formed beside the entries from
+    their registered order: no count is added in an entry's next value.
     """
 
     @staticmethod
@@ -230,7 +237,8 @@ class IssueQueue(CheckedComponent):
             "will_be_empty": Out(1),
             "data_addr": Out(data_addr_bits(data_beats)),
             "data": In(payload_beat(params)),
-            "released": Out(data_addr_bits(data_beats) + 2),
+            "data_head": In(data_addr_bits(data_beats) + 1),
+            "data_free": Out(data_addr_bits(data_beats) + 1),
             "res_beat": Out(stream.Signature(result_beat(params), always_ready=True)),
             "stall": Out(1),
             "busy": Out(1),
@@ -386,11 +394,8 @@ class IssueQueue(CheckedComponent):
                          nxt.done.eq(cur.on_last)]
             if not pow2:
                 m.d.comb += [nxt.acc_addr.eq(cur.acc_next), nxt.acc_next.eq(cur.acc_next + 1)]
-        # Entries leave the cycle after their last beat (at most one a
-        # cycle: one beat issues a cycle): only registers decide.
-        leaving = [Signal(name=f"entry{i}_leaving") for i in range(N)]
-        for i in range(N):
-            m.d.comb += leaving[i].eq(q[i].valid & q[i].done)
+        # (Entries leave the cycle after their last beat, ``done``: at most
+        # one a cycle, as one beat issues a cycle.)
         # A request pushed in the previous cycle (``incoming``) counts as held.
         incoming = Signal(entry_l, name="incoming")
         # The entries held after this cycle (valid, not done), counted in
@@ -402,22 +407,18 @@ class IssueQueue(CheckedComponent):
         will_be_empty = Signal(name="will_be_empty", init=1)
         m.d.comb += [self.has_room.eq(has_room), self.will_be_empty.eq(will_be_empty)]
 
-        # Payload buffer space comes back in arrival order: the oldest entry
-        # returns its beats as it leaves; any other hands them (and those
-        # handed to it) to the entry that arrived just before it.
-        oldest = [q[i].valid & ~Cat(*(q[j].valid & older(j, i)
-                                      for j in range(N) if j != i)).any()
-                  for i in range(N)]
-        m.d.sync += self.released.eq(_one_hot_mux(
-            [leaving[i] & oldest[i] for i in range(N)], [e.frees for e in q],
-            len(self.released)))
-        # just_before[i][j]: entry j arrived just before entry i (registered,
-        # computed in the cycle before from the next valid bits and order)
-        just_before = [[Const(0) if j == i else Signal(name=f"entry{j}_just_before{i}")
-                        for j in range(N)] for i in range(N)]
-        handed = [_one_hot_mux([leaving[i] & just_before[i][j] for i in range(N)],
-                               [e.frees for e in q], len(q[0].frees))
-                  for j in range(N)]
+        # Payload buffer space comes back in arrival order: the buffer frees
+        # up to the first beat of the oldest entry held and not done (else
+        # of the request pushed in the previous cycle, else the buffer's
+        # head), registered; its own logic, beside no entry's next value.
+        kept_now = [e.valid & ~e.done for e in q]
+        oldest_kept = [kept_now[i] & ~Cat(*(kept_now[j] & older(j, i)
+                                            for j in range(N) if j != i)).any()
+                       for i in range(N)]
+        m.d.sync += self.data_free.eq(Mux(
+            Cat(*kept_now).any(),
+            _one_hot_mux(oldest_kept, [e.data_start for e in q], len(self.data_free)),
+            Mux(incoming.valid, incoming.data_start, self.data_head)))
 
         # A pushed request is registered (``incoming``, no enable: the push
         # drives one flip-flop), and takes the lowest empty place in the next
@@ -441,8 +442,8 @@ class IssueQueue(CheckedComponent):
             requested.on_last.eq(req.beats == 1),
             requested.penult.eq(req.beats == 2),
             requested.last_m2.eq(req.beats - 2),
-            requested.data_addr.eq(req.data_addr),
-            requested.frees.eq(req.data_beats),
+            requested.data_addr.eq(req.data_addr[:len(requested.data_addr)]),
+            requested.data_start.eq(req.data_addr),
             # bit i: i + 1 < D - beats + 1, i.e. beats < D - i (a combine)
             requested.gap.eq(Cat(*(~req.rtx & (req.beats < D - i) for i in range(T)))),
         ]
@@ -509,7 +510,6 @@ class IssueQueue(CheckedComponent):
                 nxt_q[x].eq(Mux(placed[x], incoming, Mux(go_d[x], bumped[x], q[x]))),
                 nxt_q[x].valid.eq(nxt_valid[x]),
                 nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
-                nxt_q[x].frees.eq(Mux(placed[x], incoming.frees, q[x].frees + handed[x])),
             ]
         place_next = [Signal(name=f"entry{x}_place_new") for x in range(N)]
         for x in range(N):
@@ -640,16 +640,6 @@ class IssueQueue(CheckedComponent):
         n_kept = sum(keep_next[1:], Value.cast(keep_next[0]).as_unsigned())
         m.d.sync += [has_room.eq((n_kept < N - 1) | ((n_kept < N) & ~self.push.valid)),
                      will_be_empty.eq(~Cat(*keep_next).any() & ~self.push.valid)]
-        def older_n(j, k):
-            """Entry j arrives before entry k, next cycle (both held)."""
-            return older_next[j, k] if j < k else ~older_next[k, j]
-        for i in range(N):
-            for j in range(N):
-                if j != i:
-                    m.d.sync += just_before[i][j].eq(
-                        nxt_valid[j] & older_n(j, i)
-                        & ~Cat(*(nxt_valid[k] & older_n(j, k) & older_n(k, i)
-                                 for k in range(N) if k not in (i, j))).any())
         # (read only where i may issue: i was not placed now, nor was an
         # entry j that may issue next cycle, so the order is as now)
         for (j, i) in ahead[0]:

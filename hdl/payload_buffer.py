@@ -23,8 +23,9 @@ class PayloadBuffer(CheckedComponent):
     pointer, a free pointer and the first beat of the message at the head.
 
     Beats are written in arrival order and freed in arrival order (the
-    caller releases them as a count); between the two they are read by
-    address, so a message can be read while an older one waits.
+    caller gives the first beat it still needs, ``free``); between the two
+    they are read by address, so a message can be read while an older one
+    waits.
 
     Ports
     -----
@@ -47,28 +48,23 @@ class PayloadBuffer(CheckedComponent):
         t + 2 is registered and read in t + 3: no net from logic or from
         one register fans out to every RAM), 1 with ``compact=True`` (the
         write is not registered).
-    release : In(count)
-        Beats freed this cycle, oldest first; the space is seen by
-        ``w.ready`` two cycles later (free pointer, then the registered
-        ready). The caller frees only beats that were written.
-    head : Out(address)
-        Registered: the first beat of the oldest message not yet claimed.
+    free : In(address + 1)
+        The first beat still needed (mod 2 x ``depth``): every beat before
+        it is free. It moves only forward and never past a beat not yet
+        written (at most to ``head``); the space is seen by ``w.ready`` two
+        cycles later (the count held, then the registered ready).
+    head : Out(address + 1)
+        Registered: the first beat of the oldest message not yet claimed
+        (mod 2 x ``depth``).
     claim : In(beat count)
         Beats of the message at the head (whether or not it is claimed).
     take : In(1)
         The message at the head is claimed this cycle: ``head`` moves past
-        its ``claim`` beats on the next cycle.
-    drop : In(1)
-        With ``take``: the claimed message's beats are freed as well, after
-        ``release`` (its payload is not needed): counted out this cycle
-        with ``compact=True``, else in the next cycle (``take`` and
-        ``drop`` then only load a register: they may arrive late in the
-        cycle; in the compact form both outcomes are computed from the
-        other ports, which they only select).
+        its ``claim`` beats on the next cycle (``take`` only selects a
+        register's next value: it may arrive late in the cycle).
     empty : Out(1)
-        Combinational: no beat is held (accepted and not yet released; a
-        dropped message's beats until the cycle after the drop unless
-        ``compact``).
+        Combinational: no beat is held (accepted, and before ``free`` as
+        counted in the previous cycle).
     """
 
     @staticmethod
@@ -86,11 +82,10 @@ class PayloadBuffer(CheckedComponent):
             "w": In(stream.Signature(payload_beat(params))),
             "rd_addr": In(abits),
             "rd_data": Out(payload_beat(params)),
-            "release": In(abits + 2),
-            "head": Out(abits),
+            "free": In(abits + 1),
+            "head": Out(abits + 1),
             "claim": In(beat_count_bits(self._params)),
             "take": In(1),
-            "drop": In(1),
             "empty": Out(1),
         })
 
@@ -114,7 +109,8 @@ class PayloadBuffer(CheckedComponent):
         abits = data_addr_bits(depth)
         L = self._params.lanes
         head = Signal(abits + 1)         # first beat of the head message (mod 2 depth)
-        held = Signal(abits + 1)
+        held = Signal(abits + 1)         # beats written (counted) and not before ``free``
+        wrote = Signal(abits + 1)        # beats counted as written (mod 2 depth)
         w_en = Signal()
         if self._compact:
             # Never read where it is written in the same cycle: no bypass logic.
@@ -166,18 +162,11 @@ class PayloadBuffer(CheckedComponent):
                 m.d.comb += [wr.addr.eq(ptr_i), wr.data.eq(data_i), wr.en.eq(en_i)]
                 m.d.comb += self.rd_data[i].eq(registered_read(m, mem, addr_i,
                                                                name=f"rd_data{i}"))
-        m.d.comb += self.head.eq(head[:abits])
-        dropped = self.take & self.drop
+        m.d.comb += self.head.eq(head)
         m.d.sync += head.eq(Mux(self.take, head + self.claim, head))
-        # ``held`` (beats written and not freed) is a register of its own,
-        # so that the room compares a register with a constant
-        if self._compact:
-            held_kept = held + w_en - self.release
-            m.d.sync += held.eq(Mux(dropped, held_kept - self.claim, held_kept))
-        else:
-            # a dropped message's beats are counted out a cycle later
-            # (registered, ``drop_d``): the count's sums are of registers
-            drop_d = Signal.like(self.claim, name="drop_d")
-            m.d.sync += [drop_d.eq(Mux(dropped, self.claim, 0)),
-                         held.eq(held + w_en - self.release - drop_d)]
+        # ``held`` (beats written and not before ``free``) is a register of
+        # its own, so that the room compares a register with a constant;
+        # its sums are of registers and ``w_en`` (a register but compact)
+        wrote_next = wrote + w_en
+        m.d.sync += [wrote.eq(wrote_next), held.eq(wrote_next - self.free)]
         return m

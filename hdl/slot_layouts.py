@@ -87,8 +87,9 @@ def issue_request(params: Params, data_beats: int) -> data.StructLayout:
         "op": layouts.Op,
         "beats": unsigned(beat_count_bits(params)),          # beats to issue, >= 1
         "count": unsigned(layouts.bits_for(params.elements + 1)),  # elements (lane mask)
-        "data_addr": unsigned(data_addr_bits(data_beats)),   # first payload beat
-        "data_beats": unsigned(beat_count_bits(params)),     # payload beats freed at its end
+        # first payload beat, mod 2 x data_beats (its payload is held until
+        # it leaves the queue)
+        "data_addr": unsigned(data_addr_bits(data_beats) + 1),
     })
 
 

@@ -533,17 +533,18 @@ class SlotTable(CheckedComponent):
             req.beats.eq(terms.beats),
             req.count.eq(terms.round.count),
             req.data_addr.eq(payload.head),
-            req.data_beats.eq(Mux(terms.mode == Mode.LANES, head.beats, 0)),
         ]
         # The RESULT's beats (0 for a message that causes no RESULT), formed
         # from C's registered terms (not on the path from B2 into C).
         result_beats = Mux(terms.needs_result, terms.beats, 0)
         m.d.comb += [credit.take.eq(decide), credit.beats.eq(result_beats)]
-        # the head's payload is claimed by the decision, and freed with it
-        # when not needed
+        # the head's payload is claimed by the decision (the buffer's head
+        # moves past it); the buffer frees up to the issue queue's pointer:
+        # its oldest entry's first beat, else the head, so a payload not
+        # needed (a retransmission's once it leaves the queue) is freed as
+        # the head passes it
         m.d.comb += [payload.claim.eq(head.beats), payload.take.eq(decide),
-                     payload.drop.eq(terms.mode != Mode.LANES),
-                     payload.release.eq(issue.released)]
+                     payload.free.eq(issue.data_free), issue.data_head.eq(payload.head)]
 
         # Verdict and the RESULT descriptor.
         m.d.sync += [self.verdict.valid.eq(decide), self.verdict.payload.code.eq(terms.verdict),

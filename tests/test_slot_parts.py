@@ -1,6 +1,6 @@
 """The slot table's small parts on their own (amaranth.sim) against models
 of their stated contracts: ResultCredit (credit, registered ``ok``) and
-PayloadBuffer (arrival order, read by address, release by count, ``head``
+PayloadBuffer (arrival order, read by address, freed up to a pointer, ``head``
 and ``claim``, registered ``w.ready``)."""
 
 from __future__ import annotations
@@ -53,22 +53,21 @@ def test_payload_buffer_model(depth, compact, request):
 
     async def tb(ctx):
         written = []            # every beat written, in order (index = position)
-        freed = 0               # beats released
+        freed = 0               # the free pointer given in the previous cycle
         head = 0                # first unclaimed beat
         room = 0                # the registered ready (low after reset)
         # beats accepted up to 3 cycles ago, 2 cycles ago, 1 cycle ago
         accepted = [0, 0, 0]
         reads = [None] * dut.read_latency    # the beats read, oldest first
-        dropping = 0            # beats dropped in the last cycle (counted out now)
         for _ in range(600):
-            # a drop is counted out a cycle later unless compact
-            held = len(written) - freed + dropping
+            held = len(written) - freed
             # counted by the buffer: every beat written into the RAM (with
             # the registered write, those accepted two cycles ago or earlier)
-            counted = (len(written) if compact else accepted[-2]) - freed + dropping
+            # and not before the pointer of the previous cycle
+            counted = (len(written) if compact else accepted[-2]) - freed
             assert ctx.get(dut.w.ready) == room
             assert ctx.get(dut.empty) == (held == 0)
-            assert ctx.get(dut.head) == head % depth
+            assert ctx.get(dut.head) == head % (2 * depth)
             beat = [rng.getrandbits(32) for _ in range(params.lanes)]
             valid = rng.random() < 0.6
             ctx.set(dut.w.valid, valid)
@@ -79,18 +78,15 @@ def test_payload_buffer_model(depth, compact, request):
             ready_to_read = accepted[-dut.write_latency]
             addr = rng.randrange(freed, ready_to_read) if ready_to_read > freed else None
             ctx.set(dut.rd_addr, (addr or 0) % depth)
-            # the head message's beats, claimed or not (then any count);
-            # claimed and dropped (freed at once) only when nothing older is
-            # held; drop without take is ignored
+            # the head message's beats, claimed or not (then any count); the
+            # free pointer moves forward, at most to the head
             claim = rng.randint(0, min(params.beats, len(written) - head))
             take = rng.random() < 0.7
-            release = rng.randint(0, min(3, head - freed)) if rng.random() < 0.5 else 0
-            dropped = take and freed + release == head and rng.random() < 0.5
+            free = min(head, freed + rng.randint(0, 3)) if rng.random() < 0.5 else freed
             ctx.set(dut.claim, claim if take or rng.random() < 0.5
                     else rng.randint(0, params.beats))
             ctx.set(dut.take, take)
-            ctx.set(dut.drop, dropped or (not take and rng.random() < 0.3))
-            ctx.set(dut.release, release)
+            ctx.set(dut.free, free % (2 * depth))
             await ctx.tick()
             reads = reads[1:] + [None if addr is None else written[addr]]
             if reads[0] is not None:
@@ -99,8 +95,7 @@ def test_payload_buffer_model(depth, compact, request):
                 written.append(beat)
             if take:
                 head += claim
-            freed += release + (claim if dropped else 0)
-            dropping = claim if dropped and not compact else 0
+            freed = free
             accepted = accepted[1:] + [len(written)]
             # as counted at the start of the cycle
             room = int(counted < (depth - 1 if compact else depth - 2))
