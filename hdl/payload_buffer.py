@@ -117,15 +117,13 @@ class PayloadBuffer(CheckedComponent):
             m.submodules.mem = mem = Memory(shape=payload_beat(self._params), depth=depth,
                                             init=[], attrs=NO_RW_CHECK)
             wr = mem.write_port()
-            written = Signal(abits)      # beats written (mod depth): the write address
             room = Signal()              # registered: a beat written now still fits
             write = self.w.valid & room
             m.d.comb += [w_en.eq(write), self.w.ready.eq(room),
-                         wr.addr.eq(written), wr.data.eq(self.w.payload),
+                         # (the count written is the write address)
+                         wr.addr.eq(wrote[:abits]), wr.data.eq(self.w.payload),
                          wr.en.eq(write)]
             m.d.sync += room.eq(held < depth - 1)
-            with m.If(write):
-                m.d.sync += written.eq(written + 1)
             m.d.comb += self.empty.eq(held == 0)
             m.d.comb += self.rd_data.eq(registered_read(m, mem, self.rd_addr, name="rd_data"))
         else:
