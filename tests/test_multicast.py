@@ -4,18 +4,22 @@ with random gaps), egress under random backpressure. Every RESULT goes to
 workers 0..W-1 in turn (a completed round) or to its one worker (a
 retransmission), each copy its beats in order with the RESULT header
 (protocol.md: the round's fields, the destination, status = n | NaN and
-overflow flags of any beat); ``free`` returns each RESULT's beats once."""
+overflow flags of any beat); bf16 RESULTs accumulated in binary32 rounded to
+bf16 (the golden model's ``fp32_to_bf16``, its overflow in the status);
+``free`` returns each RESULT's beats once."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from amaranth.sim import Simulator
 from seeds import seed_of
 
 from netagg.hdl.multicast import Multicast
 from netagg.params import Params
+from netagg.sim import arith
 from netagg.sim.beats import unpack_egress
 from netagg.wire import STATUS_NAN, STATUS_OVERFLOW, VERSION, Header, MsgType
 
@@ -23,7 +27,21 @@ CONFIGS = {
     "l4k16": dict(lanes=4, elements=16, workers=5, slots=8, jobs=4, dtypes=("int32", "fp32")),
     "l1k4": dict(lanes=1, elements=4, workers=3, slots=4, jobs=2),   # bf16 accumulated as bf16
     "l3k12": dict(lanes=3, elements=12, workers=8, slots=6, jobs=2, dtypes=("fp32",)),
+    # bf16 accumulated in binary32: the multicast rounds bf16 RESULTs' beats
+    "l4k16bf": dict(lanes=4, elements=16, workers=5, slots=8, jobs=4),
 }
+
+
+def _element(rng: random.Random) -> int:
+    """A random 32-bit element, often at a bf16 rounding boundary (ties,
+    near-ties, NaN, the largest finite values) so that narrowing is exercised."""
+    x = rng.getrandbits(32)
+    kind = rng.randrange(4)
+    if kind == 1:
+        return (x & 0xFFFF0000) | rng.choice((0x7FFF, 0x8000, 0x8001, 0x0000, 0xFFFF))
+    if kind == 2:
+        return (x & 0x8001FFFF) | (rng.choice((0xFE, 0xFF)) << 23) | (0x7F << 16)
+    return x
 
 
 def _results(rng: random.Random, params: Params, n: int):
@@ -39,20 +57,35 @@ def _results(rng: random.Random, params: Params, n: int):
                     dtype=rng.choice(dtypes), op=rng.randrange(3), count=count,
                     offset=rng.getrandbits(32))
         nbeats = -(-count // L)
-        beats = [dict(data=[rng.getrandbits(32) for _ in range(L)],
+        # bf16 accumulated in binary32 reaches the multicast wide, flagged
+        narrow = int(meta["dtype"] == 2 and params.bf16_accumulate == "fp32")
+        beats = [dict(data=[_element(rng) for _ in range(L)],
                       mask=sum(1 << i for i in range(L) if b * L + i < count),
                       nan=int(rng.random() < 0.1), ovf=int(rng.random() < 0.1),
-                      last=int(b == nbeats - 1), bf16=0)
+                      last=int(b == nbeats - 1), bf16=narrow)
                  for b in range(nbeats)]
         yield dict(meta=meta, tag=k & 0xFFFF, multicast=int(multicast), workers=workers,
                    n=rng.randint(1, params.workers), beats=nbeats), beats
 
 
 def _expected(desc, beats):
-    """The egress beats of one RESULT: (header int, tag, last, data) per beat."""
+    """The egress beats of one RESULT: (header int, tag, last, data) per beat;
+    a flagged beat's elements rounded to bf16 (the golden model's
+    ``fp32_to_bf16``), an element that rounds to infinity within the count
+    raising the overflow status."""
     m = desc["meta"]
+    rounded_ovf = False
+    narrowed = []
+    for b in beats:
+        if b["bf16"]:
+            r, o = arith.fp32_to_bf16(np.array(b["data"], dtype=np.uint32))
+            rounded_ovf |= any(bool(o[i]) and (b["mask"] >> i) & 1 for i in range(len(o)))
+            narrowed.append(dict(b, data=[int(x) for x in r]))
+        else:
+            narrowed.append(b)
+    beats = narrowed
     status = (desc["n"] | (STATUS_NAN if any(b["nan"] for b in beats) else 0)
-              | (STATUS_OVERFLOW if any(b["ovf"] for b in beats) else 0))
+              | (STATUS_OVERFLOW if rounded_ovf or any(b["ovf"] for b in beats) else 0))
     dests = range(desc["workers"]) if desc["multicast"] else [m["worker"]]
     out = []
     for dest in dests:
