@@ -104,6 +104,8 @@ class NetaggCore(CheckedComponent):
             val.job_valid.eq(jobs.lookup_valid),
             jobs.lookup_slot.eq(val.slot),
             val.slot_ok.eq(jobs.lookup_slot_ok),
+            jobs.lookup_worker.eq(val.worker),
+            val.worker_ok.eq(jobs.lookup_worker_ok),
         ]
         wiring.connect(m, val.data, slots.data)
         if compact:

@@ -33,9 +33,11 @@ class JobTable(wiring.Component):
       ids >= J) and ``lookup_valid`` (id < J);
       ``lookup_slot`` -> ``lookup_slot_ok``: the slot is below both
       ``nslots`` and ``S - base`` (0 when ``base >= S``; registered at the
-      write of ``base``: two compares, no sum); low for ids >= J. With
-      ``parallel`` (the default) every job's two compares are made at once
-      from its own registers and the job id selects the outcome (no
+      write of ``base``: two compares, no sum); low for ids >= J;
+      ``lookup_worker`` -> ``lookup_worker_ok``: the worker id is below the
+      job's W and below the build's W_max (low for ids >= J). With
+      ``parallel`` (the default) every job's compares are made at once
+      from its own registers and the job id selects the outcomes (no
       multiplexer before the compares' carry chains); else the entry is
       selected first (the fewest cells). Every lookup output shows a write
       the cycle after it, like ``rdata``; it is read from a kept copy of
@@ -61,6 +63,8 @@ class JobTable(wiring.Component):
             "lookup_valid": Out(1),
             "lookup_slot": In(16),
             "lookup_slot_ok": Out(1),
+            "lookup_worker": In(8),
+            "lookup_worker_ok": Out(1),
         })
 
     def elaborate(self, platform):
@@ -103,17 +107,25 @@ class JobTable(wiring.Component):
         m.d.comb += self.lookup_valid.eq(self.lookup_job < J)
         slot = self.lookup_slot
 
+        worker = self.lookup_worker
+        w_max = self._params.workers
+
         def fits(entry, room):
             return (slot < entry.nslots) & (slot < room)
+
+        def worker_fits(entry):
+            return (worker < entry.workers) & (worker < w_max)
         if not self._parallel:
             room_sel = Signal(range(S + 1), name="lookup_room")
-            m.d.comb += self.lookup_slot_ok.eq(fits(self.lookup, room_sel))
+            m.d.comb += [self.lookup_slot_ok.eq(fits(self.lookup, room_sel)),
+                         self.lookup_worker_ok.eq(worker_fits(self.lookup))]
         with m.Switch(self.lookup_job):
             for j, (c, room) in enumerate(zip(copies, rooms, strict=True)):
                 with m.Case(j):
                     m.d.comb += self.lookup.eq(c)
                     if self._parallel:
-                        m.d.comb += self.lookup_slot_ok.eq(fits(c, room))
+                        m.d.comb += [self.lookup_slot_ok.eq(fits(c, room)),
+                                     self.lookup_worker_ok.eq(worker_fits(c))]
                     else:
                         m.d.comb += room_sel.eq(room)
         return m

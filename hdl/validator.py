@@ -68,6 +68,8 @@ class Validator(wiring.Component):
             "job_valid": In(1),
             "slot": Out(16),
             "slot_ok": In(1),
+            "worker": Out(8),
+            "worker_ok": In(1),
             "busy": Out(1),
         })
 
@@ -94,7 +96,8 @@ class Validator(wiring.Component):
         with m.Else():
             m.d.comb += expect_len.eq(wire.HEADER_BYTES + (hdr.count << 2))
 
-        m.d.comb += [self.job_id.eq(hdr.job), self.slot.eq(hdr.slot)]
+        m.d.comb += [self.job_id.eq(hdr.job), self.slot.eq(hdr.slot),
+                     self.worker.eq(hdr.worker)]
         job = self.job
         # The header and length checks, then the job table's: each a flag,
         # combined in the spec's order by ``_verdict`` (in the pipelined form
@@ -114,7 +117,7 @@ class Validator(wiring.Component):
         # values beyond the build's limits: such a job cannot reach outside
         # the slot RAM or the bitmap.
         slot_bad = ~self.slot_ok         # slot < nslots and below the slot RAM's end
-        worker_bad = (hdr.worker >= job.workers) | (hdr.worker >= p.workers)
+        worker_bad = ~self.worker_ok     # worker < the job's W and < W_max
 
         def _verdict(first_checks, job_bad, slot_bad, worker_bad):
             v = Signal(layouts.Verdict)

@@ -105,6 +105,13 @@ def test_registers_and_lookup_match_regmap(njobs, parallel, request):
                 ctx.set(dut.lookup_slot, slot)
                 ok = job < njobs and slot < want["nslots"] and slot < room
                 assert ctx.get(dut.lookup_slot_ok) == ok, (seed, job, slot)
+            # below the job's W and the build's W_max (never for ids >= J)
+            for worker in (0, want["workers"] - 1, want["workers"], params.workers - 1,
+                           params.workers, rng.randrange(256)):
+                worker %= 256
+                ctx.set(dut.lookup_worker, worker)
+                ok = job < njobs and worker < want["workers"] and worker < params.workers
+                assert ctx.get(dut.lookup_worker_ok) == ok, (seed, job, worker)
         # A write with ``we`` low changes nothing.
         ctx.set(dut.addr, regmap.job_addr(0, regmap.JOB_BASE_SLOT))
         ctx.set(dut.wdata, model.read(regmap.job_addr(0, regmap.JOB_BASE_SLOT)) ^ 1)

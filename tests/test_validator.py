@@ -89,12 +89,14 @@ def _job_table(dut, params, jobs):
     entries = {j: _entry(jobs, j) for j in range(256)}
 
     async def process(ctx):
-        async for job_id, slot in ctx.changed(dut.job_id, dut.slot):
+        async for job_id, slot, worker in ctx.changed(dut.job_id, dut.slot, dut.worker):
             e = entries[job_id]
             ctx.set(dut.job, e)
             ctx.set(dut.job_valid, job_id < params.jobs)
             ctx.set(dut.slot_ok, job_id < params.jobs and slot < e["nslots"]
                     and slot < params.slots - e["base"])
+            ctx.set(dut.worker_ok, job_id < params.jobs and worker < e["workers"]
+                    and worker < params.workers)
     return process
 
 
