@@ -21,7 +21,7 @@ from netagg.hdl.multicast import Multicast
 from netagg.params import Params
 from netagg.sim import arith
 from netagg.sim.beats import unpack_egress
-from netagg.wire import STATUS_NAN, STATUS_OVERFLOW, VERSION, Header, MsgType
+from netagg.wire import STATUS_NAN, STATUS_OVERFLOW, VERSION, DType, Header, MsgType
 
 CONFIGS = {
     "l4k16": dict(lanes=4, elements=16, workers=5, slots=8, jobs=4, dtypes=("int32", "fp32")),
@@ -47,7 +47,7 @@ def _element(rng: random.Random) -> int:
 def _results(rng: random.Random, params: Params, n: int):
     """Random RESULTs: descriptor fields and beats (data, flags)."""
     L = params.lanes
-    dtypes = [{"int32": 0, "fp32": 1, "bf16": 2}[d] for d in params.dtypes]
+    dtypes = [int(DType.from_name(d)) for d in params.dtypes]
     for k in range(n):
         count = rng.randint(1, params.elements)
         multicast = rng.random() < 0.6
@@ -58,7 +58,7 @@ def _results(rng: random.Random, params: Params, n: int):
                     offset=rng.getrandbits(32))
         nbeats = -(-count // L)
         # bf16 accumulated in binary32 reaches the multicast wide, flagged
-        narrow = int(meta["dtype"] == 2 and params.bf16_accumulate == "fp32")
+        narrow = int(meta["dtype"] == DType.BF16 and params.bf16_accumulate == "fp32")
         beats = [dict(data=[_element(rng) for _ in range(L)],
                       mask=sum(1 << i for i in range(L) if b * L + i < count),
                       nan=int(rng.random() < 0.1), ovf=int(rng.random() < 0.1),
