@@ -21,8 +21,7 @@ import time
 
 from netagg import ctrlproto as cp
 from netagg import regmap
-from netagg.jobs import Job, JobTable
-from netagg.params import ParamError
+from netagg.jobs import JobTable, table_from_registers
 
 ETH_PORTS = 2
 """Ports whose counters ``counters`` reads from an Ethernet switch."""
@@ -83,6 +82,7 @@ class ControlServer:
             if a.op == cp.OP_WRITE:
                 self._write(a.addr, a.value)
             out.append(cp.Access(a.op, a.addr, self._read(a.addr)))
+        self._apply()
         self.counters["ctrl_ok"] += 1
         try:
             self.sock.sendto(cp.encode_reply(seq, self.key, out), addr)
@@ -117,35 +117,20 @@ class ControlServer:
         jr = self._job_reg(addr)
         if jr is None or jr[1] == regmap.JOB_REGS - 1:
             return                              # read-only or unmapped
-        j, r = jr
+        _, r = jr
         width = {regmap.JOB_CTRL: 16, regmap.JOB_BASE_SLOT: regmap.JOB_BASE_BITS,
                  regmap.JOB_NSLOTS: regmap.JOB_NSLOTS_BITS}[r]
         self.regs[addr] = value & ((1 << width) - 1) & (
             0xFF01 if r == regmap.JOB_CTRL else 0xFFFFFFFF)
-        if r == regmap.JOB_CTRL:
-            self._apply(j)
 
-    def _entry(self, j: int) -> Job | None:
-        ctrl = self.regs.get(regmap.job_addr(j, regmap.JOB_CTRL), 0)
-        if not ctrl >> regmap.JOB_ENABLE_BIT & 1:
-            return None
-        return Job(j, ctrl >> regmap.JOB_WORKERS_SHIFT & 0xFF,
-                   self.regs.get(regmap.job_addr(j, regmap.JOB_BASE_SLOT), 0),
-                   self.regs.get(regmap.job_addr(j, regmap.JOB_NSLOTS), 0))
-
-    def _apply(self, changed: int) -> None:
-        params = self.server.params
-        current = {job.id: job for job in self.server.jobs if job.enabled}
-        entry = self._entry(changed)
-        current.pop(changed, None)
-        if entry is not None:
-            try:
-                JobTable(list(current.values()) + [entry], params)
-                current[changed] = entry
-            except ParamError:
-                pass                            # an invalid entry stays disabled
-        table = JobTable(sorted(current.values(), key=lambda job: job.id), params)
-        self.server.set_jobs(table)
+    def _apply(self) -> None:
+        """Take the job table of the registers as they stand after a
+        request (:func:`netagg.jobs.table_from_registers`, as the Ethernet
+        front end's model does), so that a table whose entries trade ranges
+        loads whatever the order of its writes."""
+        table = table_from_registers(lambda a: self.regs.get(a, 0), self.server.params)
+        if list(table) != [job for job in self.server.jobs if job.enabled]:
+            self.server.set_jobs(table)
 
     def close(self) -> None:
         self.sock.close()

@@ -177,3 +177,29 @@ class JobTable:
 
     def __repr__(self):
         return f"JobTable({list(self)!r})"
+
+
+def table_from_registers(read, params: Params) -> JobTable:
+    """The job table a switch runs from its job registers
+    (:mod:`netagg.regmap`; ``read(addr)`` gives a register's value): every
+    enabled entry, in job order, except one that would make the table
+    invalid (a range outside 0..S, overlapping an entry before it, no
+    workers), which is left out. The hardware uses the entries as stored; a
+    model can only run a valid table. Computed from the registers as they
+    stand (not entry by entry as they are written), so the order in which a
+    table's entries are rewritten does not matter."""
+    from netagg import regmap
+    entries: list[Job] = []
+    for j in range(params.jobs):
+        ctrl = read(regmap.job_addr(j, regmap.JOB_CTRL))
+        if not ctrl >> regmap.JOB_ENABLE_BIT & 1:
+            continue
+        entry = Job(j, ctrl >> regmap.JOB_WORKERS_SHIFT & ((1 << regmap.JOB_WORKERS_BITS) - 1),
+                    read(regmap.job_addr(j, regmap.JOB_BASE_SLOT)),
+                    read(regmap.job_addr(j, regmap.JOB_NSLOTS)))
+        try:
+            JobTable(entries + [entry], params)
+        except ParamError:
+            continue
+        entries.append(entry)
+    return JobTable(entries, params)

@@ -102,7 +102,8 @@ def dumps(records: Iterable[Record | bytes]) -> bytes:
         us = r.ts_ns // 1000
         sec, usec = divmod(us, 1_000_000)
         if not 0 <= sec < 1 << 32:
-            raise ValueError(f"timestamp {r.ts_ns} ns does not fit in a pcap record")
+            raise PcapError(f"timestamp {r.ts_ns} ns does not fit in a pcap record "
+                            "(seconds beyond 32 bits)")
         out.append(struct.pack("<IIII", sec, usec, len(r.data), len(r.data)))
         out.append(bytes(r.data))
     return b"".join(out)

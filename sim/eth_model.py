@@ -48,8 +48,8 @@ from collections.abc import Iterable
 from netagg import ctrlproto as cp
 from netagg import frames as framing
 from netagg import regmap, wire
-from netagg.jobs import Job, JobTable
-from netagg.params import ParamError, Params
+from netagg.jobs import JobTable, table_from_registers
+from netagg.params import Params
 from netagg.pcap import Record
 from netagg.regmap import ETH_COUNTERS, eth_counter_name
 from netagg.sim.frame_model import switch_endpoint
@@ -214,20 +214,10 @@ class FrontEnd:
         a valid table (:class:`netagg.jobs.JobTable`), so an entry that would
         make it invalid (ranges outside S or overlapping, no workers) is
         left out here, in job order."""
-        entries = []
-        for j in range(self.params.jobs):
-            ctrl = self.regs.get(regmap.job_addr(j, regmap.JOB_CTRL), 0)
-            if ctrl >> regmap.JOB_ENABLE_BIT & 1:
-                entry = Job(j, ctrl >> regmap.JOB_WORKERS_SHIFT & 0xFF,
-                            self.regs.get(regmap.job_addr(j, regmap.JOB_BASE_SLOT), 0),
-                            self.regs.get(regmap.job_addr(j, regmap.JOB_NSLOTS), 0))
-                try:
-                    JobTable(entries + [entry], self.params)
-                except ParamError:
-                    continue
-                entries.append(entry)
+        table = table_from_registers(lambda a: self.regs.get(a, 0), self.params)
+        entries = list(table)
         if entries != [job for job in self.switch.jobs if job.enabled]:
-            self.switch.set_jobs(JobTable(entries, self.params))
+            self.switch.set_jobs(table)
 
     def stats(self) -> dict[str, int]:
         """Every counter of protocol.md, ``ignored``, each port's counters

@@ -127,3 +127,35 @@ def test_ctl_no_answer(capsys):
     assert main(["ctl", "--switch", "nonsense", "--key", HEX, "read", "0"]) == 1
     assert main(["ctl", "--switch", "127.0.0.1", "--key", "zz", "read", "0"]) == 1
     assert main(["ctl", "--switch", "127.0.0.1", "--key", HEX]) == 2
+
+
+def test_serve_load_jobs_trading_ranges(tmp_path, capsys):
+    """A table whose jobs trade slot ranges with the loaded one loads as a
+    whole: the entries are taken from the registers after each request, not
+    one by one as written (job 0's new range overlaps job 1's old one)."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"jobs": [{"id": 0, "workers": 2, "slot_base": 0, "slots": 16},
+                                          {"id": 1, "workers": 3, "slot_base": 16,
+                                           "slots": 16}]}))
+    second.write_text(json.dumps({"jobs": [{"id": 0, "workers": 4, "slot_base": 16,
+                                            "slots": 16},
+                                           {"id": 1, "workers": 2, "slot_base": 0,
+                                            "slots": 8}]}))
+    with serving(P, None, ctrl_key=KEY, ctrl_port=0) as srv:
+        port = srv.ctrl.address[1]
+        for path in (first, second):
+            assert ctl(port, "load-jobs", str(path)) == 0
+            want = [(j["id"], j["workers"], j["slot_base"], j["slots"])
+                    for j in json.loads(path.read_text())["jobs"]]
+            got = [(j.id, j.workers, j.slot_base, j.slots) for j in srv.jobs if j.enabled]
+            assert got == want, path.name
+        capsys.readouterr()
+        x = np.arange(16, dtype=np.int32)
+
+        def rank(r):
+            with Worker(srv.address, job=0, rank=r, workers=4, slots=16, elements=16,
+                        timeout=0.01, retries=100) as w:
+                return w.allreduce(x)
+        out = run_ranks(rank, 4)
+        raise_any(out)
+        assert all(np.array_equal(y, 4 * x) for y in out)

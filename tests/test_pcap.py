@@ -83,3 +83,26 @@ def test_file_errors(tmp_path):
         pcap.read(tmp_path / "missing.pcap")
     with pytest.raises(PcapError, match="cannot write"):
         pcap.write(tmp_path / "no" / "dir.pcap", [])
+
+
+def test_model_timestamp_beyond_pcap(tmp_path, capsys):
+    """A nanosecond record whose fraction carries it past 2^32 seconds is
+    read, but cannot be written back to a microsecond pcap: netagg model
+    says so in one line (exit 1), no traceback."""
+    from netagg.cli import main
+    path, jobs = tmp_path / "in.pcap", tmp_path / "jobs.json"
+    from netagg.frames import Endpoint, build_frame
+    from netagg.params import Params
+    from netagg.sim.message_model import make_contrib
+    p = Params()
+    switch = Endpoint(bytes.fromhex(p.switch_mac.replace(":", "")), bytes([10, 166, 166, 1]),
+                      p.port)
+    worker = Endpoint(bytes.fromhex("020000000001"), bytes([10, 0, 0, 1]), 5000)
+    frame = build_frame(make_contrib(0, 0, 0, 0, [1, 2]), worker, switch)
+    path.write_bytes(handmade("<", True, frames=[frame], ts=[(0xFFFFFFFF, 2 * 10**9)]))
+    assert pcap.read(path)[0].ts_ns == (0xFFFFFFFF + 2) * 10**9
+    jobs.write_text('{"jobs": [{"id": 0, "workers": 1, "slot_base": 0, "slots": 4}]}')
+    assert main(["model", "--jobs-config", str(jobs), "--in", str(path),
+                 "--out", str(tmp_path / "out.pcap")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("netagg: error: ") and "pcap record" in err and err.count("\n") == 1
