@@ -82,7 +82,8 @@ class ControlServer:
             if a.op == cp.OP_WRITE:
                 self._write(a.addr, a.value)
             out.append(cp.Access(a.op, a.addr, self._read(a.addr)))
-        self._apply()
+        if any(a.op == cp.OP_WRITE for a in accesses):
+            self._apply()
         self.counters["ctrl_ok"] += 1
         try:
             self.sock.sendto(cp.encode_reply(seq, self.key, out), addr)

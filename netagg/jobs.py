@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 
+from netagg import regmap
 from netagg.params import ParamError, Params
 
 _FIELDS = ("id", "workers", "slot_base", "slots")
@@ -188,7 +189,6 @@ def table_from_registers(read, params: Params) -> JobTable:
     model can only run a valid table. Computed from the registers as they
     stand (not entry by entry as they are written), so the order in which a
     table's entries are rewritten does not matter."""
-    from netagg import regmap
     entries: list[Job] = []
     for j in range(params.jobs):
         ctrl = read(regmap.job_addr(j, regmap.JOB_CTRL))

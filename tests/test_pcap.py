@@ -8,7 +8,11 @@ import struct
 import pytest
 
 from netagg import pcap
+from netagg.cli import main
+from netagg.frames import Endpoint, build_frame
+from netagg.params import Params, parse_ip, parse_mac
 from netagg.pcap import PcapError, Record
+from netagg.sim.message_model import make_contrib
 
 FRAMES = [bytes(range(60)), b"\xff" * 1514, b"\x01\x02"]
 TS = [(1_700_000_000, 123_456), (1_700_000_001, 0), (5, 999_999)]
@@ -89,14 +93,9 @@ def test_model_timestamp_beyond_pcap(tmp_path, capsys):
     """A nanosecond record whose fraction carries it past 2^32 seconds is
     read, but cannot be written back to a microsecond pcap: netagg model
     says so in one line (exit 1), no traceback."""
-    from netagg.cli import main
     path, jobs = tmp_path / "in.pcap", tmp_path / "jobs.json"
-    from netagg.frames import Endpoint, build_frame
-    from netagg.params import Params
-    from netagg.sim.message_model import make_contrib
     p = Params()
-    switch = Endpoint(bytes.fromhex(p.switch_mac.replace(":", "")), bytes([10, 166, 166, 1]),
-                      p.port)
+    switch = Endpoint(parse_mac(p.switch_mac), parse_ip(p.switch_ip), p.port)
     worker = Endpoint(bytes.fromhex("020000000001"), bytes([10, 0, 0, 1]), 5000)
     frame = build_frame(make_contrib(0, 0, 0, 0, [1, 2]), worker, switch)
     path.write_bytes(handmade("<", True, frames=[frame], ts=[(0xFFFFFFFF, 2 * 10**9)]))
