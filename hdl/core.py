@@ -15,7 +15,7 @@ from netagg.hdl.job_table import JobTable
 from netagg.hdl.lane_loop import LaneLoop
 from netagg.hdl.multicast import Multicast
 from netagg.hdl.netlist import and_or
-from netagg.hdl.skid import PingPongBuffer, SkidBuffer
+from netagg.hdl.skid import SkidBuffer
 from netagg.hdl.slot_table import SlotTable
 from netagg.hdl.validator import Validator, descriptor
 from netagg.params import Params
@@ -76,7 +76,7 @@ class NetaggCore(CheckedComponent):
         m = Module()
         p = self._params
         B = p.beats
-        fifo_depth = _pow2_at_least(2 * B + 2)
+        fifo_depth = _pow2_at_least(2 * B + 3)
         # RESULT buffer: eight full RESULTs absorb the bursts of completions
         # of random traffic (docs/architecture.md); four in the compact form.
         result_depth = _pow2_at_least((4 if self._acc_ram == "compact" else 8) * B)
@@ -117,25 +117,24 @@ class NetaggCore(CheckedComponent):
             ]
             desc_held = Const(0)
         else:
-            # Register slices on both sides of the queue: its write enable
-            # comes from flip-flops, and the slot table's take (which waits
-            # on its decision pipeline) ends in three flip-flops beside it
-            # (a PingPongBuffer: its wide registers load on its own state).
+            # A register slice before the queue (its write enable comes from
+            # flip-flops); after it, the slot table's own input buffer takes
+            # the queue's output register (its ``desc.ready`` is a
+            # flip-flop).
             m.submodules.desc_slice = desc_slice = SkidBuffer(descriptor(p))
-            m.submodules.desc_out = desc_out = PingPongBuffer(descriptor(p))
             wiring.connect(m, val.desc, desc_slice.i)
             m.d.comb += [desc_q.w_data.eq(desc_slice.o.payload),
                          desc_q.w_en.eq(desc_slice.o.valid),
                          desc_slice.o.ready.eq(desc_q.w_rdy),
-                         desc_out.i.payload.eq(desc_q.r_data),
-                         desc_out.i.valid.eq(desc_q.r_rdy),
-                         desc_q.r_en.eq(desc_out.i.ready)]
-            wiring.connect(m, desc_out.o, slots.desc)
-            desc_held = desc_slice.o.valid | desc_out.o.valid
+                         slots.desc.payload.eq(data.View(descriptor(p), desc_q.r_data)),
+                         slots.desc.valid.eq(desc_q.r_rdy),
+                         desc_q.r_en.eq(slots.desc.ready)]
+            desc_held = desc_slice.o.valid
         wiring.connect(m, slots.res_desc, mcast.res_desc)
         wiring.connect(m, slots.res_beat, mcast.res_beat)
         wiring.connect(m, mcast.free, slots.res_free)
         wiring.connect(m, mcast.o, wiring.flipped(self.o))
+        o_held = Const(0)                   # (an egress slice's held beats)
         m.d.comb += [self.v.valid.eq(slots.verdict.valid),
                      self.v.payload.eq(slots.verdict.payload)]
 
@@ -171,5 +170,5 @@ class NetaggCore(CheckedComponent):
         m.d.sync += self.ctrl_rdata.eq(rdata)
 
         m.d.comb += self.idle.eq(~val.busy & ~desc_held & ~desc_q.r_rdy & (desc_q.level == 0)
-                                 & ~slots.busy & ~mcast.busy & slots.ready)
+                                 & ~slots.busy & ~mcast.busy & ~o_held & slots.ready)
         return m

@@ -20,10 +20,11 @@ from netagg.params import Params
 __all__ = ["ISSUE_DEPTH", "IssueQueue"]
 
 
-ISSUE_DEPTH = {"memory": 4, "ecp5": 4, "compact": 2}
+ISSUE_DEPTH = {"memory": 6, "ecp5": 6, "compact": 2}
 """Default entries of the issue queue for each build form of the loop
-(``acc_ram``): four where short messages must overtake each other at full
-rate, two in the compact form (fewest cells)."""
+(``acc_ram``): six in the per-message queue
+(:class:`~netagg.hdl.issue_pm.IssueQueuePM`, the default forms), where short
+messages must overtake each other; two in the compact form (fewest cells)."""
 
 
 def _pow2_beats(params: Params) -> bool:
@@ -127,7 +128,8 @@ class IssueQueue(CheckedComponent):
         A decided message (a combine or a retransmission). Pushed only when
         ``has_room`` (a combine) or ``will_be_empty`` (a retransmission);
         registered, it takes its place in the next cycle and can issue its
-        first beat in the cycle after (three cycles after the push).
+        first beat in the cycle after (three cycles after the push;
+        :class:`~netagg.hdl.issue_pm.IssueQueuePM`: five).
     has_room : Out(1)
         Registered: fewer than ``depth`` entries are held after this cycle,
         the request pushed in the previous cycle counted.

@@ -59,7 +59,7 @@ def widen_b(b: Value, is_bf16) -> Value:
     return Mux(is_bf16, Cat(Const(0, 16), b[:16]), b)
 
 
-DEFAULT_STAGES = 5
+DEFAULT_STAGES = 6
 """Default floating-point adder depth (see docs/arithmetic.md for Fmax)."""
 
 _DTYPES = {"int32": DType.INT32, "fp32": DType.FP32, "bf16": DType.BF16}

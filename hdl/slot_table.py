@@ -40,6 +40,15 @@ from netagg.params import Params
 __all__ = ["SlotTable", "copy_state", "slot_state", "result_desc", "result_beat"]
 
 
+def _pick(values, sel):
+    """``values[sel]`` as a tree of multiplexers on the bits of ``sel``
+    (``len(values)`` a power of two)."""
+    level = list(values)
+    for bit in range(len(sel)):
+        level = [Mux(sel[bit], level[k + 1], level[k]) for k in range(0, len(level), 2)]
+    return level[0]
+
+
 class SlotTable(CheckedComponent):
     """Applies the slot algorithm of protocol.md to validated messages.
 
@@ -60,9 +69,11 @@ class SlotTable(CheckedComponent):
     beats (credit ``result_beats``).
 
     Decisions (the slot algorithm) are taken in arrival order. The beats of
-    up to four decided messages (two with ``acc_ram="compact"``; the
-    :class:`~netagg.hdl.issue_queue.IssueQueue`) are issued to the lanes,
-    one beat per cycle, from three cycles after the decision: a combine
+    up to six decided messages (:class:`~netagg.hdl.issue_pm.IssueQueuePM`,
+    which starts a message at most every other cycle and issues its beats
+    back to back, from five cycles after the decision; two with
+    ``acc_ram="compact"``: :class:`~netagg.hdl.issue_queue.IssueQueue`,
+    from three cycles after) are issued to the lanes, one beat per cycle: a combine
     of n beats following one of its copy waits until ``spacing`` - n + 1
     cycles after that one's last beat (``spacing`` = lane latency + 1:
     read after write, the loop forwards the results of earlier beats;
@@ -76,48 +87,52 @@ class SlotTable(CheckedComponent):
     lane latency + 2). ``acc_ram``: the accumulator loop's build form
     (:class:`~netagg.hdl.lane_loop.LaneLoop`).
 
-    The decision pipeline, in arrival order: P, the descriptor taken from
-    ``desc`` (its slot word being read); A, the word read registered (the
-    block RAM's output register); B1, the word registered again in the
-    fabric (no RAM output meets the compares) and compared with the
-    message; B2, the decision (:class:`Decision` with ``latency=1``: its
-    stage register is B1's move into B2); C, two entries holding decided
-    messages' terms (a FIFO). A message moves from B2 into C when C has an
-    entry free at the start of the cycle (a register), from B1 into B2
-    when B2 is empty or moves, from A into B1 when B1 is empty or moves
-    and B1 holds no message of its slot (so two messages of one slot are
-    decided at least two cycles apart; messages of other slots follow each
-    other every cycle), from P into A when A is empty or moves;
-    ``desc.ready`` is high while P is empty or moves (a function of
-    flip-flops only). The oldest message in C is decided as soon as the
-    issue queue has room (a combine: an entry free; anything else: the
-    queue empty), the back-end has credit for its RESULT and ``res_desc``
-    is ready: five cycles after it is taken at the earliest, one decision
-    per cycle. At the decision the verdict is
-    registered, the slot word is written (ACCEPT), the RESULT descriptor is
-    offered and the message is pushed to the issue queue (a combine or a
-    retransmission) or its payload released (anything else). A decision's
-    outputs are final once computed in B2; only the decision waits. Slot
-    words are forwarded, so that every message sees the word left by every
-    earlier message of its slot, decided or not: every message that passed
+    The decision pipeline, in arrival order, one stage per cycle with no
+    stage waiting (every enable of its wide registers a flip-flop): Q, two
+    entries taking ``desc`` (``desc.ready``: an entry free, a flip-flop);
+    P, the message taken, its slot word being read; A, the word read
+    registered (the block RAM's output register); B1, the word forwarded
+    and registered in the fabric (no RAM output meets the compares) and
+    compared with the message; B2, the decision (:class:`Decision` with
+    ``latency=1``: its stage register is B1's move into B2); C, two
+    entries holding decided messages' terms, the older one deciding, and D,
+    :attr:`D_ENTRIES` entries before them (a FIFO), for the messages out of
+    B2 that find C's next entry taken (or D not empty). A message is taken
+    from Q while fewer than :attr:`D_ENTRIES` + 2 messages are in P..D and
+    C, and not in the cycle after the message before it if both passed the validator and
+    are of one slot (two such messages are taken
+    at least two cycles apart; messages of other slots, and messages the
+    validator dropped, follow each other every cycle). The
+    oldest message in C is decided as soon as the issue queue has room (a
+    combine: an entry free; anything else: the queue empty), the back-end
+    has credit for its RESULT and ``res_desc`` is ready: six cycles after
+    ``desc`` hands it over at the earliest, one decision per cycle (at
+    most :attr:`D_ENTRIES` + 2 in seven cycles). At the decision the verdict is
+    registered, the RESULT descriptor is offered and the message is pushed
+    to the issue queue (a combine or a retransmission) or its payload
+    released (anything else). A decision's outputs are final once computed
+    in B2; only the decision waits. Slot words: every message that passed
     the validator carries the word after it (ACCEPT: the new word; any
-    other verdict: the word it saw), and a message moving into B1 takes
-    the word of the youngest such message of its slot ahead of it: B2's
-    (sampled as it moves into B1), else C's entries' (those not yet
-    written when it was taken, and any pushed since; P and A each keep the
-    word of the youngest such entry seen, since C may decide one and take
-    a younger message into its place while the message waits), else the
-    word it read; the choice is registered as it moves, so B1 forwards
-    through one multiplexer (C's entries hold the new word and the word
-    seen apart, with the registered verdict, chosen as they are
-    forwarded). A message
-    dropped by the validator passes through the same stages (its slot word
-    unused). With ``acc_ram="compact"`` (fewest
+    other verdict: the word it saw) out of B2 into W1, W2 and W3 (one
+    cycle each); W1 writes it (ACCEPT), whether or not the message is
+    decided yet: every message that reads the word later is younger. A
+    message's read misses the writes of the messages taken two to five
+    cycles before it; it takes, in B1, the word of the youngest of them
+    of its slot (compared in P and registered: in A, W1..W3's words or the
+    word read are chosen into B1's register; the message two cycles ahead
+    leaves its word in W1 as this one enters B1, chosen by the decision
+    from a registered select), else the word read. A message dropped by
+    the validator passes through the same stages (its slot word unused).
+    With ``acc_ram="compact"`` (fewest
     cells, for slow clocks) there is one stage: B, decided from the slot
     RAM's read register through the combinational decision, one cycle
     after the message is taken at the earliest; a
     message is not taken while one of its slot is in B.
     """
+
+    D_ENTRIES = 4
+    """Entries of stage D (not compact): at most ``D_ENTRIES`` + 2 messages
+    are in P..D and C at once."""
 
     @staticmethod
     def check(params: Params, *, result_beats: int, data_beats: int, fp_stages=None,
@@ -174,8 +189,10 @@ class SlotTable(CheckedComponent):
                                                        compact=self._acc_ram == "compact")
         compact = self._acc_ram == "compact"
         m.submodules.decision = decision = Decision(p, latency=0 if compact else 1,
-                                                    sources=1 if compact else 3)
-        m.submodules.issue = issue = IssueQueue(p, data_beats=self._data_beats,
+                                                    sources=1 if compact else 2)
+        from netagg.hdl.issue_pm import IssueQueuePM
+        m.submodules.issue = issue = (IssueQueue if self._acc_ram == "compact" else IssueQueuePM)(
+            p, data_beats=self._data_beats,
                                                 fp_stages=self._fp_stages, acc_ram=self._acc_ram)
         m.submodules.credit = credit = ResultCredit(self._result_beats, need=p.beats)
 
@@ -217,7 +234,8 @@ class SlotTable(CheckedComponent):
             "needs_result": unsigned(1),
             "result_n": decision.result_n.shape(),
             "completes": unsigned(1),
-            "new_state": state_l,
+            # (compact: the word written by the decision)
+            **({"new_state": state_l} if compact else {}),
             "first": unsigned(1),
             "round": decision.round.shape(),
             "beats": unsigned(beat_count_bits(p)),
@@ -232,7 +250,7 @@ class SlotTable(CheckedComponent):
             ("completes", decision.completes),
             # the word after the message (written only for ACCEPT, where it
             # is the new word)
-            ("new_state", decision.new_state),
+            *([("new_state", decision.new_state)] if compact else []),
             ("first", decision.first),
             ("round", decision.round),
             ("beats", decision.beats),
@@ -267,238 +285,189 @@ class SlotTable(CheckedComponent):
             head_valid = c_valid
             pipeline_busy = b_valid
         else:
-            # C: two entries in arrival order (``rptr`` the older), pushed
-            # by B2 and popped by the decision. B2 moves when C has an entry
-            # free at the start of the cycle (``c_room``, a register), B1
-            # when B2 is empty or moves, A when B1 is empty or moves and B1
-            # holds no message of its slot: every enable of A, B1, B2 and
-            # C, and ``desc.ready``, is a function of flip-flops; the
-            # decision drives only C's pointers and valid bits (and what it
-            # acts on).
+            # Free-running stages (no stage waits): Q, the input buffer (two
+            # entries: ``desc.ready`` and every enable of its entries are
+            # flip-flops); P, the message taken, its slot word being read;
+            # A, the word read registered (the block's output register); B1,
+            # the word forwarded and registered in the fabric, compared with
+            # the message; B2, the decision; then C and D (below), holding
+            # decided messages' terms until their decision. Every
+            # message moves P -> A -> B1 -> B2 one stage per cycle:
+            # P, A, B1 and B2 load every cycle (no enables) and C's entry
+            # enables are flip-flops. Admission: a message is taken while
+            # fewer than ``D_ENTRIES`` + 2 messages are in P..D and C
+            # (``c_room``, a flip-flop), so that D never overflows, and not in the cycle
+            # after the message before it if both passed the validator and
+            # are of one slot (``q*_same``, compared as the entry is
+            # written): two such messages are taken at least two cycles
+            # apart.
+            q_desc = [Signal(desc_l, name=f"q{k}_desc") for k in range(2)]
+            q_same = [Signal(name=f"q{k}_same") for k in range(2)]
+            q_wr, q_rd = Signal(name="q_wr"), Signal(name="q_rd")
+            q_some, q_full = Signal(name="q_some"), Signal(name="q_full")
+            q_push = self.desc.valid & ~q_full & ~clearing
+            m.d.comb += self.desc.ready.eq(~q_full & ~clearing)
+            # the free entry follows the input; its flag compares it with
+            # the entry written before it (the other one, whether or not
+            # still held; a stale flag only costs a cycle): both passed the
+            # validator, of one slot
+            for k in range(2):
+                with m.If(~q_full & (q_wr == k)):
+                    m.d.sync += [q_desc[k].eq(incoming),
+                                 q_same[k].eq((incoming.verdict == V.ACCEPT)
+                                              & (q_desc[1 - k].verdict == V.ACCEPT)
+                                              & (incoming.slot_abs == q_desc[1 - k].slot_abs))]
+            q_head = Signal(desc_l, name="q_head_desc")
+            q_head_same = Signal(name="q_head_same")
+            m.d.comb += [q_head.eq(Mux(q_rd, q_desc[1], q_desc[0])),
+                         q_head_same.eq(Mux(q_rd, q_same[1], q_same[0]))]
+            c_room = Signal(name="c_room")
+            p_valid, p_desc = Signal(name="p_valid"), Signal(desc_l, name="p_desc")
+            b1_valid, b1_desc = Signal(name="b1_valid"), Signal(desc_l, name="b1_desc")
+            m.d.comb += take.eq(q_some & c_room & ~(p_valid & q_head_same))
+            grow, shrink = q_push & ~take, take & ~q_push
+            m.d.sync += [q_some.eq(Mux(grow, 1, Mux(shrink, q_full, q_some))),
+                         q_full.eq(Mux(grow, q_some, Mux(shrink, 0, q_full)))]
+            with m.If(q_push):
+                m.d.sync += q_wr.eq(~q_wr)
+            with m.If(take):
+                m.d.sync += q_rd.eq(~q_rd)
+
+            # P, A, B1, B2: one stage per cycle
+            m.d.sync += [p_valid.eq(take), p_desc.eq(q_head),
+                         a_valid.eq(p_valid), a_desc.eq(p_desc),
+                         b1_valid.eq(a_valid), b1_desc.eq(a_desc),
+                         b_valid.eq(b1_valid), b_desc.eq(b1_desc)]
+            m.d.comb += [decision.desc.eq(b1_desc), decision.en.eq(1)]
+            b1_pre = Signal(desc_terms(p), name="b1_desc_terms")
+            m.d.comb += decision.pre.eq(b1_pre)
+            m.d.sync += [getattr(b1_pre, k).eq(v)
+                         for k, v in Decision.desc_terms_of(p, a_desc).items()]
+
+            # Slot words. Every message that passed the validator ("live")
+            # carries the word after it (``state_after``) out of B2 into
+            # W1, which writes it (ACCEPT) at the next edge, and on through
+            # W2 and W3. A message's read (as it is taken) misses the
+            # writes of the live messages taken up to five cycles before it
+            # (distance d = 2..5; d = 1 is not of its slot): in B1 it takes
+            # the word of the youngest of its slot among them, else the
+            # word read. The compares are made in P (against B1, B2, W1,
+            # W2: d = 2..5) and registered; in A the words of d = 3..5
+            # (then in W1..W3) or the word read are chosen into B1's word
+            # (``b1_word``); d = 2's is W1's while the message is in B1,
+            # chosen by the decision (``take``, a register).
+            def live(valid, d):
+                return valid & (d.verdict == V.ACCEPT)
+            w1_valid, w2_valid = Signal(name="w1_valid"), Signal(name="w2_valid")
+            w1_acc = Signal(name="w1_accept")
+            w1_slot = Signal(b_desc.slot_abs.shape(), name="w1_slot")
+            w2_slot = Signal(b_desc.slot_abs.shape(), name="w2_slot")
+            w_word = [Signal(state_l, name=f"w{k}_state") for k in (1, 2, 3)]
+            m.d.sync += [w1_valid.eq(live(b_valid, b_desc)), w1_slot.eq(b_desc.slot_abs),
+                         w1_acc.eq(decision.accepted), w_word[0].eq(decision.state_after),
+                         w2_valid.eq(w1_valid), w2_slot.eq(w1_slot), w_word[1].eq(w_word[0]),
+                         w_word[2].eq(w_word[1])]
+            p_slot = p_desc.slot_abs
+            hit = [Signal(name=f"a_hit{d}") for d in (2, 3, 4, 5)]
+            m.d.sync += [
+                hit[0].eq(live(b1_valid, b1_desc) & (b1_desc.slot_abs == p_slot)),
+                hit[1].eq(live(b_valid, b_desc) & (b_desc.slot_abs == p_slot)),
+                hit[2].eq(w1_valid & (w1_slot == p_slot)),
+                hit[3].eq(w2_valid & (w2_slot == p_slot)),
+            ]
+            # the word read: read as the message is taken into P (the
+            # block's read), registered as it moves into A (its output
+            # register)
+            if vendor:
+                m.d.comb += [state_ram.r_addr.eq(q_head.slot_abs), state_ram.r_en.eq(1),
+                             state_ram.o_en.eq(1)]
+                a_ram = state_l(state_ram.r_data)
+            else:
+                state_read = registered_read(m, state_mem, q_head.slot_abs, name="state_read")
+                a_ram = Signal(state_l, name="a_ram")
+                m.d.sync += a_ram.eq(state_read)
+            b1_word = Signal(state_l, name="b1_word")
+            m.d.sync += b1_word.eq(Mux(hit[1], w_word[0],
+                                       Mux(hit[2], w_word[1], Mux(hit[3], w_word[2], a_ram))))
+            m.d.comb += [decision.states[0].eq(w_word[0]), decision.states[1].eq(b1_word)]
+            for v in range(2):
+                from_w1 = Signal(name=f"b1_from_w1_{v}", attrs=KEEP)
+                m.d.sync += from_w1.eq(hit[0])
+                m.d.comb += decision.take[v].eq(from_w1)
+            # the message's copy is the word's of B1 (registered with the takes)
+            b1_last = Signal(2, name="b1_last")
+            m.d.sync += b1_last.eq(Cat(*((a_desc.meta.ver == v) & ~hit[0] for v in range(2))))
+            m.d.comb += decision.last.eq(b1_last)
+
+            # C: two entries in arrival order (``rptr`` the older), emptied
+            # by the decision; D: ``D_ENTRIES`` entries before them (a FIFO)
+            # for the messages out of B2 that find C's next entry taken (or
+            # D not empty). Each C entry follows its input while free (its
+            # enable: its valid bit's inverse), each D entry while it is
+            # D's next and D is not full (its enable: from the write
+            # pointer's decode and a flip-flop); C's input
+            # is D's oldest entry if D holds one, else B2's message.
+            M = self.D_ENTRIES
             e_valid = [Signal(name=f"c{k}_valid") for k in range(2)]
-            e_live = [Signal(name=f"c{k}_live") for k in range(2)]
             e_desc = [Signal(desc_l, name=f"c{k}_desc") for k in range(2)]
             e_terms = [Signal(terms_l, name=f"c{k}_terms") for k in range(2)]
-            # each entry's message: ACCEPT (its word after it is its new
-            # word, else the one it saw: ``e_old``)
-            e_acc = [Signal(name=f"c{k}_accept") for k in range(2)]
-            e_old = [Signal(state_l, name=f"c{k}_old_state") for k in range(2)]
             rptr, wptr = Signal(name="c_rptr"), Signal(name="c_wptr")
-            c_room = Signal(init=1)
-            b1_valid, b1_desc = Signal(), Signal(desc_l, name="b1_desc")
-            a_same_b1, a_same_b2 = Signal(name="a_same_b1"), Signal(name="a_same_b2")
-            b_moves = b_valid & c_room                       # B2 into C
-            b1_moves = b1_valid & (~b_valid | c_room)        # B1 into B2
-            b1_free = ~b1_valid | ~b_valid | c_room
-            a_moves = a_valid & b1_free & ~a_same_b1
-            # P: the message taken, its slot word being read (the block's
-            # read, then its output register as it moves into A); A moves
-            # the word into a fabric register (``b1_ram``) as it moves into
-            # B1, so that no RAM output meets the decision's compares.
-            p_valid, p_desc = Signal(name="p_valid"), Signal(desc_l, name="p_desc")
-            a_free = ~a_valid | (b1_free & ~a_same_b1)
-            p_moves = p_valid & a_free
-            ready = Signal()
-            m.d.comb += [ready.eq(~clearing & (~p_valid | a_free)),
-                         self.desc.ready.eq(ready),
-                         take.eq(self.desc.valid & ready)]
-            head_valid = Mux(rptr, e_valid[1], e_valid[0])
-            head = Signal(desc_l, name="c_head_desc")
-            m.d.comb += [head.eq(Mux(rptr, e_desc[1], e_desc[0])),
-                         terms.eq(Mux(rptr, e_terms[1], e_terms[0]))]
+            d_desc = [Signal(desc_l, name=f"d{k}_desc") for k in range(M)]
+            d_terms = [Signal(terms_l, name=f"d{k}_terms") for k in range(M)]
+            d_rd = Signal(range(M), name="d_rptr")
+            d_wr = Signal(range(M), name="d_wptr")
+            d_some = Signal(name="d_some")      # D holds a message
+            d_full = Signal(name="d_full")      # D holds M messages
+            d_n = Signal(range(M + 1), name="d_held")
+            b2_terms = Signal(terms_l, name="b2_terms")
+            m.d.comb += [getattr(b2_terms, name).eq(value) for name, value in decided]
+            for k in range(M):
+                with m.If(~d_full & (d_wr == k)):
+                    m.d.sync += [d_desc[k].eq(b_desc), d_terms[k].eq(b2_terms)]
+            c_in_desc = Mux(d_some, _pick(d_desc, d_rd), b_desc)
+            c_in_terms = Mux(d_some, _pick(d_terms, d_rd), b2_terms)
             for k in range(2):
-                push_k = b_moves & (wptr == k)
-                with m.If(push_k):
-                    m.d.sync += [e_valid[k].eq(1), e_live[k].eq(b_desc.verdict == V.ACCEPT),
-                                 e_desc[k].eq(b_desc)]
-                    # (the word after the message is chosen where it is
-                    # forwarded, from the registered verdict: ``e_acc``)
-                    m.d.sync += [getattr(e_terms[k], name).eq(value) for name, value in decided]
-                    m.d.sync += [e_old[k].eq(decision.state_before),
-                                 e_acc[k].eq(decision.accepted)]
+                with m.If(~e_valid[k]):
+                    m.d.sync += [e_desc[k].eq(c_in_desc), e_terms[k].eq(c_in_terms)]
+            next_free = ~Mux(wptr, e_valid[1], e_valid[0])
+            fill = next_free & (d_some | b_valid)           # C's next entry filled
+            d_pop = next_free & d_some
+            d_push = b_valid & (d_some | ~next_free)
+            for k in range(2):
+                with m.If(fill & (wptr == k)):
+                    m.d.sync += e_valid[k].eq(1)
                 with m.Elif(decide & (rptr == k)):
                     m.d.sync += e_valid[k].eq(0)
-            with m.If(b_moves):
+            with m.If(fill):
                 m.d.sync += wptr.eq(~wptr)
             with m.If(decide):
                 m.d.sync += rptr.eq(~rptr)
-            pend_next = [Mux(b_moves & (wptr == k), 1, e_valid[k] & ~(decide & (rptr == k)))
-                         for k in range(2)]
-            m.d.sync += c_room.eq(~(pend_next[0] & pend_next[1]))
-
-            # B1 and B2: the decision's two stages (``Decision(latency=1)``:
-            # B1 compares the slot word with the message, B2 decides).
-            m.d.comb += [decision.desc.eq(b1_desc), decision.en.eq(b1_moves)]
-            b1_pre = Signal(desc_terms(p), name="b1_desc_terms")
-            m.d.comb += decision.pre.eq(b1_pre)
-            with m.If(a_moves):
-                m.d.sync += [b1_valid.eq(1), b1_desc.eq(a_desc)]
-                m.d.sync += [getattr(b1_pre, k).eq(v)
-                             for k, v in Decision.desc_terms_of(p, a_desc).items()]
-            with m.Elif(b1_moves):
-                m.d.sync += b1_valid.eq(0)
-            with m.If(b1_moves):
-                m.d.sync += [b_valid.eq(1), b_desc.eq(b1_desc)]
-            with m.Elif(b_moves):
-                m.d.sync += b_valid.eq(0)
-
-            # Slot words. Every message that passed the validator ("live")
-            # carries the word after it (``state_after``, its verdict's), so
-            # a message needs only the word of the youngest live message of
-            # its slot ahead of it. It waits in A while B1 holds one
-            # (``a_same_b1``: one cycle between two decisions of a slot, the
-            # word of the first being computed in B2) and, moving into B1,
-            # takes the word of B2's message if it is of its slot
-            # (``a_same_b2``: ``c_last``, sampled from B2 as a message moves
-            # into B1 and as B2 moves, so it holds while B1 waits), else
-            # the youngest of C's entries of its slot that it tracks, else
-            # the word it read. It tracks (``a_track``) the entries not yet
-            # written when it was taken and every entry pushed since: an
-            # entry is overwritten while it waits in A only by a push at an
-            # edge where B1's message of its slot moves on (younger than
-            # every entry). B1 holds the RAM's word and C's registered apart,
-            # the choice registered: B1's forwarding is one multiplexer.
-            a_live = a_desc.verdict == V.ACCEPT
-            b1_live = b1_desc.verdict == V.ACCEPT
-            b2_live = b_desc.verdict == V.ACCEPT
-            # P's message against A's, B1's and B2's (registers), as it
-            # moves into A
-            same_a = a_valid & a_live & (a_desc.slot_abs == p_desc.slot_abs)
-            same_b1 = b1_valid & b1_live & (b1_desc.slot_abs == p_desc.slot_abs)
-            same_b2 = b_valid & b2_live & (b_desc.slot_abs == p_desc.slot_abs)
-            # Tracking starts as the word is read (the message taken into
-            # P) and moves with the message into A.
-            p_track = [Signal(name=f"p_track{k}") for k in range(2)]
-            a_track = [Signal(name=f"a_track{k}") for k in range(2)]
-            # p_hit_c[k], a_hit_c[k]: C's entry k is live and of P's, A's
-            # slot, registered (compared as the message is taken, and as an
-            # entry is pushed while it waits), so that no compare lies
-            # before B1's choice.
-            p_hit_c = [Signal(name=f"p_hit_c{k}") for k in range(2)]
-            a_hit_c = [Signal(name=f"a_hit_c{k}") for k in range(2)]
-            for k in range(2):
-                pushed = b_moves & (wptr == k)
-                pushed_hit = b2_live & (b_desc.slot_abs
-                                        == Mux(take, incoming.slot_abs, p_desc.slot_abs))
-                with m.If(pushed):
-                    m.d.sync += p_hit_c[k].eq(pushed_hit)
-                with m.Elif(take):
-                    m.d.sync += p_hit_c[k].eq(e_live[k]
-                                              & (e_desc[k].slot_abs == incoming.slot_abs))
-                with m.If(pushed):
-                    m.d.sync += a_hit_c[k].eq(b2_live & (b_desc.slot_abs == Mux(
-                        p_moves, p_desc.slot_abs, a_desc.slot_abs)))
-                with m.Elif(p_moves):
-                    m.d.sync += a_hit_c[k].eq(p_hit_c[k])
-            if not vendor:
-                state_read = registered_read(m, state_mem, incoming.slot_abs, en=take,
-                                             name="state_read")
-            with m.If(take):
-                m.d.sync += [p_valid.eq(1), p_desc.eq(incoming)]
-                m.d.sync += [p_track[k].eq(e_valid[k] | (b_moves & (wptr == k)))
-                             for k in range(2)]
-            with m.Else():
-                with m.If(p_moves):
-                    m.d.sync += p_valid.eq(0)
-                m.d.sync += [p_track[k].eq(p_track[k] | (b_moves & (wptr == k)))
-                             for k in range(2)]
-            with m.If(p_moves):
-                m.d.sync += [a_valid.eq(1), a_desc.eq(p_desc)]
-                m.d.sync += [a_track[k].eq(p_track[k] | (b_moves & (wptr == k)))
-                             for k in range(2)]
-                m.d.sync += [a_same_b1.eq(Mux(a_moves, same_a, ~b1_moves & same_b1)),
-                             a_same_b2.eq(Mux(b1_moves, same_b1, ~b_moves & same_b2))]
-            with m.Else():
-                with m.If(a_moves):
-                    m.d.sync += a_valid.eq(0)
-                m.d.sync += [a_track[k].eq(a_track[k] | (b_moves & (wptr == k)))
-                             for k in range(2)]
-                m.d.sync += [a_same_b1.eq(~b1_moves & a_same_b1),
-                             a_same_b2.eq(Mux(b1_moves, a_same_b1, ~b_moves & a_same_b2))]
-            last = ~wptr                    # the entry pushed last
-            after = [Mux(e_acc[k], e_terms[k].new_state, e_old[k]) for k in range(2)]
-
-            def youngest_hit(track, hit_c):
-                """Whether a tracked entry of the slot is in C, and the word of
-                the youngest (the choice from registers)."""
-                hit = [track[k] & hit_c[k] for k in range(2)]
-                hit_last = Mux(last, hit[1], hit[0])
-                return (hit[0] | hit[1],
-                        Mux(hit_last, Mux(last, after[1], after[0]), Mux(last, after[0], after[1])))
-            p_hit, p_hit_word = youngest_hit(p_track, p_hit_c)
-            a_hit, a_hit_word = youngest_hit(a_track, a_hit_c)
-            # Between the read and the move into B1 C may decide a tracked
-            # entry and take a younger message into its place (three
-            # messages ahead can pass into C while one waits in P and A):
-            # each stage keeps the word of the youngest tracked entry of its
-            # slot seen so far (``p_fwd``, ``a_fwd``; ``*_fwd_valid``),
-            # taken from the registered hits in the cycle after they are
-            # set, before the entry can be taken again.
-            p_fwd = Signal(state_l, name="p_fwd")
-            a_fwd = Signal(state_l, name="a_fwd")
-            p_fwd_valid, a_fwd_valid = Signal(name="p_fwd_valid"), Signal(name="a_fwd_valid")
-            with m.If(take):
-                m.d.sync += p_fwd_valid.eq(0)
-            with m.Elif(p_hit):
-                m.d.sync += [p_fwd_valid.eq(1), p_fwd.eq(p_hit_word)]
-            with m.If(p_moves):
-                m.d.sync += [a_fwd_valid.eq(p_hit | p_fwd_valid),
-                             a_fwd.eq(Mux(p_hit, p_hit_word, p_fwd))]
-            with m.Elif(a_hit):
-                m.d.sync += [a_fwd_valid.eq(1), a_fwd.eq(a_hit_word)]
-            a_from_c = a_hit | a_fwd_valid
-            # the word read: read as the message is taken into P, registered
-            # as it moves into A (the block's output register) and again as
-            # it moves into B1 (``b1_ram``)
-            if vendor:
-                m.d.comb += [state_ram.r_addr.eq(incoming.slot_abs), state_ram.r_en.eq(take),
-                             state_ram.o_en.eq(p_moves)]
-                a_ram = state_l(state_ram.r_data)
-            else:
-                a_ram = Signal(state_l, name="a_ram")
-                with m.If(p_moves):
-                    m.d.sync += a_ram.eq(state_read)
-            b1_ram = Signal(state_l, name="b1_ram")
-            with m.If(a_moves):
-                m.d.sync += b1_ram.eq(a_ram)
-            b1_fwd = Signal(state_l, name="b1_fwd")         # C's youngest of the slot
-            with m.If(a_moves):
-                m.d.sync += b1_fwd.eq(Mux(a_hit, a_hit_word, a_fwd))
-            # B2's word after its message, held while B1 waits.
-            c_last = Signal(state_l, name="c_last_state")
-            with m.If(a_moves | b_moves):
-                m.d.sync += c_last.eq(decision.state_after)
-            # (the decision computes each copy's terms from all three words
-            # and chooses after: ``take``, registers)
-            m.d.comb += [decision.states[0].eq(c_last), decision.states[1].eq(b1_fwd),
-                         decision.states[2].eq(b1_ram)]
-            for v in range(2):
-                from_b2 = Signal(name=f"b1_from_b2_{v}", attrs=KEEP)
-                from_c = Signal(name=f"b1_from_c_{v}", attrs=KEEP)
-                with m.If(a_moves):
-                    m.d.sync += [from_b2.eq(a_same_b2), from_c.eq(a_from_c)]
-                m.d.comb += decision.take[v].eq(Cat(from_b2, from_c))
-            # the message's copy is the RAM's word's (registered with the takes)
-            b1_last = Signal(2, name="b1_last")
-            with m.If(a_moves):
-                m.d.sync += b1_last.eq(Cat(*(
-                    (a_desc.meta.ver == v) & ~a_same_b2 & ~a_from_c
-                    for v in range(2))))
-            m.d.comb += decision.last.eq(b1_last)
-            pipeline_busy = p_valid | a_valid | b1_valid | b_valid | e_valid[0] | e_valid[1]
+            with m.If(d_push):
+                m.d.sync += d_wr.eq((d_wr + 1)[:len(d_wr)] if M & (M - 1) == 0
+                                    else Mux(d_wr == M - 1, 0, d_wr + 1))
+            with m.If(d_pop):
+                m.d.sync += d_rd.eq((d_rd + 1)[:len(d_rd)] if M & (M - 1) == 0
+                                    else Mux(d_rd == M - 1, 0, d_rd + 1))
+            d_n_next = Mux(d_push & ~d_pop, d_n + 1, Mux(d_pop & ~d_push, d_n - 1, d_n))
+            m.d.sync += [d_n.eq(d_n_next), d_some.eq(d_n_next != 0), d_full.eq(d_n_next == M)]
+            head = Signal(desc_l, name="c_head_desc")
+            m.d.comb += [head.eq(Mux(rptr, e_desc[1], e_desc[0])),
+                         terms.eq(Mux(rptr, e_terms[1], e_terms[0]))]
+            head_valid = Mux(rptr, e_valid[1], e_valid[0])
+            # messages in P..D (thermometer: ``held[i]``, more than i)
+            N = 2 + M
+            held = Signal(N, name="c_held")
+            inc, dec = take & ~decide, decide & ~take
+            m.d.sync += held.eq(Mux(inc, Cat(1, held[:-1]), Mux(dec, held[1:], held)))
+            m.d.comb += c_room.eq(~held[N - 1])
+            pipeline_busy = (q_some | p_valid | a_valid | b1_valid | b_valid | w1_valid
+                             | e_valid[0] | e_valid[1] | d_some)
 
         # ---------------- the decision ----------------
-        # The word written by the decision of an ACCEPT. Pipelined form:
-        # written from the cycle the ACCEPT is at C's head, whether or not
-        # it is decided then (the same word each cycle it waits): every
-        # message that reads the word later is younger, and one that reads
-        # it while the ACCEPT is in C forwards from C, so the write enable
-        # comes from flip-flops, not from the decision's conditions.
-        if compact:
-            writing = decide & (terms.verdict == V.ACCEPT)
-        else:
-            writing = Mux(rptr, e_valid[1] & e_acc[1], e_valid[0] & e_acc[0])
-        written_slot = head.slot_abs
+        # The slot word: compact, written by the decision of an ACCEPT;
+        # else from W1 (above), the cycle after the message leaves B2,
+        # whether or not it is decided then: every message that reads the
+        # word later is younger, and one that read it before forwards it.
         # Only registers decide: a combine needs a free queue entry, anything
         # else an empty queue.
         def may_decide(valid, t):
@@ -506,19 +475,19 @@ class SlotTable(CheckedComponent):
             return valid & room & (~t.needs_result | credit.ok) & self.res_desc.ready
         if compact:
             m.d.comb += decide.eq(may_decide(head_valid, terms))
+            wr_addr, wr_data = head.slot_abs, terms.new_state
+            wr_en = decide & (terms.verdict == V.ACCEPT)
         else:
             # each entry's "may be decided" from registers (a net of its
-            # own, ``keep``), the older one's chosen last: ``rptr`` is one
-            # LUT before ``decide``'s loads
+            # own, ``keep``), the oldest one's chosen last: ``rptr`` is one
+            # multiplexer before ``decide``'s loads
             e_may = [Signal(name=f"c{k}_may_decide", attrs=KEEP) for k in range(2)]
             m.d.comb += [e_may[k].eq(may_decide(e_valid[k], e_terms[k])) for k in range(2)]
             m.d.comb += decide.eq(Mux(rptr, e_may[1], e_may[0]))
-
-        # Address and data are the head's whether or not it is decided: the
-        # decision drives the write enable alone.
+            wr_addr, wr_data, wr_en = w1_slot, w_word[0], w1_valid & w1_acc
         with m.If(~clearing):
-            m.d.comb += [state_wr.addr.eq(written_slot), state_wr.data.eq(terms.new_state),
-                         state_wr.en.eq(writing)]
+            m.d.comb += [state_wr.addr.eq(wr_addr), state_wr.data.eq(wr_data),
+                         state_wr.en.eq(wr_en)]
 
         req = issue.push.payload
         m.d.comb += [

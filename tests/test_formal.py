@@ -45,7 +45,7 @@ UNIT_COVER_DEPTH = 15
 MUTATION_RUNS = {
     "double_combine": ("once", 42, True),
     "no_range_check": ("isolation", 20, False),
-    "lost_verdict": ("verdicts", 25, False),
+    "lost_verdict": ("verdicts", 26, False),
     "counter_swap": ("verdicts", 26, False),
     "short_multicast": ("results", 24, False),
     "repeat_destination": ("fanout", 14, False),

@@ -67,6 +67,7 @@ DRAIN = 24                         # liveness: idle this many cycles after stop
 PROGRESS = 13                      # liveness: busy cycles without a verdict or RESULT beat
 QUEUE = 16                         # messages in flight the model can track
 RQUEUE = 8                         # RESULT messages the model can hold
+WQUEUE = 6                         # isolation: slot-word writes ahead of their verdicts
 WORK_MAX = (QUEUE + 1) * (1 + 3) + RQUEUE * 3   # liveness: the work measure's bound
 
 V = wire.Verdict
@@ -467,13 +468,38 @@ class FormalTop(Elaboratable):
         check("once", ~o_fire | ((popcount == status_n) & ((data0 & ~job_mask) == 0)))
 
         # ---------------- isolation: slot-word writes ----------------
+        # The slot table writes an accepted message's word once, in message
+        # order, at the latest in the cycle of its verdict's decision (the
+        # verdict leaves registered): the writes (``wr``, registered) are
+        # queued and each ACCEPT verdict takes the oldest (or this cycle's),
+        # which must go to its job's base + slot; a write no ACCEPT takes is
+        # left in the queue, which is empty whenever the core is idle.
         wr = Signal()
         wr_addr = Signal(len(st_wr.addr))
         m.d.sync += [wr.eq(st_wr.en & cleared), wr_addr.eq(st_wr.addr)]
+        wq = [Signal(len(st_wr.addr), name=f"wq{k}") for k in range(WQUEUE)]
+        wn = Signal(range(WQUEUE + 1), name="wq_n")
+        took = vv & (vcode == V.ACCEPT)
+        oldest = Mux(wn == 0, wr_addr, wq[0])
         # (From the message's fields alone, not the model's slot state.)
         fields_ok = (~h["bad"] & (h["count"] == 1) & (h["job"] < len(JOBS)) & (h["slot"] < jn)
                      & (h["worker"] < jw))
-        check("isolation", ~wr | (vv & fields_ok & (vcode == V.ACCEPT) & (sabs == wr_addr)))
+        check("isolation", ~took | ((wr | (wn != 0)) & fields_ok & (sabs == oldest)))
+        check("isolation", ~wr | took | (wn != WQUEUE))
+        check("isolation", ~core.idle | ((wn + wr) == took))
+        # the queue after this cycle: shifted by a take, the write appended
+        after = [Mux(took, wq[k + 1] if k + 1 < WQUEUE else 0, wq[k]) for k in range(WQUEUE)]
+        n_after = Mux(took & (wn != 0), wn - 1, wn)
+        with m.If(wr & ~(took & (wn == 0))):
+            for k in range(WQUEUE):
+                with m.If(n_after == k):
+                    m.d.sync += wq[k].eq(wr_addr)
+                with m.Else():
+                    m.d.sync += wq[k].eq(after[k])
+            m.d.sync += wn.eq(n_after + 1)
+        with m.Else():
+            m.d.sync += [wq[k].eq(after[k]) for k in range(WQUEUE)]
+            m.d.sync += wn.eq(n_after)
 
         # ---------------- liveness ----------------
         # (The verdict of a drop leaves in the cycle the core turns idle.)
