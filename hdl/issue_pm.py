@@ -175,9 +175,14 @@ class IssueQueuePM(IssueQueue):
         # the last beat's lanes: lane k holds an element when more than k
         # elements are left for it
         last_mask = Signal(L, name="pre_last_mask")
-        if L & (L - 1) == 0:
+        if L == 1:
+            m.d.comb += last_mask.eq(1)
+        elif L & (L - 1) == 0:
+            # (count mod L: 0 for a full last beat; no compare with L - 1,
+            # which no remainder exceeds)
             rem = req.count[:(L - 1).bit_length()]
-            m.d.comb += last_mask.eq(Cat(*((rem == 0) | (rem > k) for k in range(L))))
+            m.d.comb += last_mask.eq(Cat(*[(rem == 0) | (rem > k) for k in range(L - 1)],
+                                         rem == 0))
         else:
             rem = Signal(len(req.count) + 1)
             m.d.comb += [rem.eq(req.count - (req.beats - 1) * L),
