@@ -9,7 +9,14 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 
 from netagg.hdl import layouts
-from netagg.hdl.issue_queue import IssueQueue, _one_hot_mux, _pow2_beats
+from netagg.hdl.issue_queue import (
+    IssueQueue,
+    _entries_next,
+    _issue_beat,
+    _one_hot_mux,
+    _pow2_beats,
+    _request_head,
+)
 from netagg.hdl.lane_loop import LaneLoop, acc_addr_bits
 from netagg.hdl.netlist import KEEP
 from netagg.hdl.slot_layouts import beat_count_bits, data_addr_bits
@@ -132,19 +139,7 @@ class IssueQueuePM(IssueQueue):
 
         issuing = Signal(entry_l)
         m.d.comb += issuing.eq(_one_hot_mux(act, q, entry_l))
-        beat = loop.issue.payload
-        m.d.comb += [
-            loop.issue.valid.eq(any_act),
-            beat.rtx.eq(issuing.rtx),
-            beat.addr.eq(acc_addr(issuing)),
-            beat.mask.eq(issuing.mask),
-            beat.last.eq(issuing.on_last),
-            beat.first.eq(issuing.first),
-            beat.result.eq(issuing.result),
-            beat.bf16.eq(issuing.dtype == layouts.DType.BF16),
-            beat.dtype.eq(issuing.dtype),
-            beat.op.eq(issuing.op),
-        ]
+        m.d.comb += _issue_beat(loop.issue, any_act, issuing.rtx, acc_addr(issuing), issuing)
 
         bumped = [Signal(entry_l, name=f"entry{i}_bumped") for i in range(N)]
         for i in range(N):
@@ -187,17 +182,8 @@ class IssueQueuePM(IssueQueue):
             rem = Signal(len(req.count) + 1)
             m.d.comb += [rem.eq(req.count - (req.beats - 1) * L),
                          last_mask.eq(Cat(*(rem > k for k in range(L))))]
+        m.d.comb += _request_head(requested, req, pre_valid)
         m.d.comb += [
-            requested.valid.eq(pre_valid),
-            requested.rtx.eq(req.rtx),
-            requested.slot.eq(req.slot),
-            requested.copy.eq(Cat(req.ver, req.slot)),
-            requested.first.eq(req.first),
-            requested.result.eq(req.result),
-            requested.dtype.eq(req.dtype),
-            requested.op.eq(req.op),
-            requested.beat.eq(0),
-            requested.beat_nx.eq(1),
             requested.last_mask.eq(last_mask),
             requested.mask.eq(Mux(req.beats == 1, last_mask, Const(-1, L))),
             requested.on_last.eq(req.beats == 1),
@@ -275,17 +261,9 @@ class IssueQueuePM(IssueQueue):
             m.d.sync += inc_valid_c.eq(requested.valid)
             m.d.comb += placed_c[x].eq(inc_valid_c & place_c)
             place_cs.append(place_c)
-        nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
-        nxt_valid = [Signal(name=f"entry{x}_valid_new") for x in range(N)]
+        nxt_q, nxt_valid, place_next = _entries_next(m, q, incoming, placed, act_d, bumped,
+                                                     entry_l)
         for x in range(N):
-            m.d.comb += [
-                nxt_q[x].eq(Mux(placed[x], incoming, Mux(act_d[x], bumped[x], q[x]))),
-                nxt_q[x].valid.eq(nxt_valid[x]),
-                nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
-            ]
-        place_next = [Signal(name=f"entry{x}_place_new") for x in range(N)]
-        for x in range(N):
-            m.d.comb += place_next[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
             m.d.sync += [place[x].eq(place_next[x]), place_cs[x].eq(place_next[x])]
 
         same_next = {}

@@ -81,6 +81,58 @@ def _one_hot_mux(sel, values, shape):
     return acc
 
 
+def _issue_beat(issue, valid, rtx, addr, issuing):
+    """The lane loop's issue stream driven from the entry issuing (both
+    queues): ``valid``, the retransmission flag ``rtx`` and the
+    accumulator address ``addr``, the rest from the entry's fields."""
+    beat = issue.payload
+    return [issue.valid.eq(valid),
+            beat.rtx.eq(rtx),
+            beat.addr.eq(addr),
+            beat.mask.eq(issuing.mask),
+            beat.last.eq(issuing.on_last),
+            beat.first.eq(issuing.first),
+            beat.result.eq(issuing.result),
+            beat.bf16.eq(issuing.dtype == layouts.DType.BF16),
+            beat.dtype.eq(issuing.dtype),
+            beat.op.eq(issuing.op)]
+
+
+def _request_head(requested, req, valid):
+    """A pushed request's first fields as an entry (both queues): its
+    message, at beat 0."""
+    return [requested.valid.eq(valid),
+            requested.rtx.eq(req.rtx),
+            requested.slot.eq(req.slot),
+            requested.copy.eq(Cat(req.ver, req.slot)),
+            requested.first.eq(req.first),
+            requested.result.eq(req.result),
+            requested.dtype.eq(req.dtype),
+            requested.op.eq(req.op),
+            requested.beat.eq(0),
+            requested.beat_nx.eq(1)]
+
+
+def _entries_next(m, q, incoming, placed, advances, bumped, layout):
+    """Each entry's next value (both queues): the request placed there,
+    else advanced by a beat where it issues (``advances``), else as it is;
+    its place empties as it leaves. Returns the next entries, their valid
+    bits and the lowest place empty next (one-hot)."""
+    N = len(q)
+    nxt_q = [Signal(layout, name=f"entry{x}_new") for x in range(N)]
+    nxt_valid = [Signal(name=f"entry{x}_valid_new") for x in range(N)]
+    for x in range(N):
+        m.d.comb += [
+            nxt_q[x].eq(Mux(placed[x], incoming, Mux(advances[x], bumped[x], q[x]))),
+            nxt_q[x].valid.eq(nxt_valid[x]),
+            nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
+        ]
+    place_next = [Signal(name=f"entry{x}_place_new") for x in range(N)]
+    for x in range(N):
+        m.d.comb += place_next[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
+    return nxt_q, nxt_valid, place_next
+
+
 def _loop_terms(m, x, stay, held, follows):
     """The terms of entry ``x``'s next "may issue" where it does not issue,
     as nets of at most four inputs each (``keep``), so that the mapping
@@ -364,19 +416,7 @@ class IssueQueue(CheckedComponent):
 
         issuing = Signal(entry_l)
         m.d.comb += issuing.eq(_one_hot_mux(go_i, q, entry_l))
-        beat = loop.issue.payload
-        m.d.comb += [
-            loop.issue.valid.eq(any_issue),
-            beat.rtx.eq(rtx_go),
-            beat.addr.eq(acc_addr(issuing)),
-            beat.mask.eq(issuing.mask),
-            beat.last.eq(issuing.on_last),
-            beat.first.eq(issuing.first),
-            beat.result.eq(issuing.result),
-            beat.bf16.eq(issuing.dtype == layouts.DType.BF16),
-            beat.dtype.eq(issuing.dtype),
-            beat.op.eq(issuing.op),
-        ]
+        m.d.comb += _issue_beat(loop.issue, any_issue, rtx_go, acc_addr(issuing), issuing)
 
         # Each entry one beat on (used where it issues: the choice is the
         # last multiplexer before the entry registers but the placement,
@@ -427,17 +467,8 @@ class IssueQueue(CheckedComponent):
         # cycle.
         req = self.push.payload
         requested = Signal(entry_l)
+        m.d.comb += _request_head(requested, req, self.push.valid)
         m.d.comb += [
-            requested.valid.eq(self.push.valid),
-            requested.rtx.eq(req.rtx),
-            requested.slot.eq(req.slot),
-            requested.copy.eq(Cat(req.ver, req.slot)),
-            requested.first.eq(req.first),
-            requested.result.eq(req.result),
-            requested.dtype.eq(req.dtype),
-            requested.op.eq(req.op),
-            requested.beat.eq(0),
-            requested.beat_nx.eq(1),
             requested.last_beat.eq(req.beats - 1),
             requested.left.eq(req.count),
             requested.mask.eq(Cat(*(req.count > k for k in range(L)))),
@@ -505,17 +536,9 @@ class IssueQueue(CheckedComponent):
         # Each entry's next value: the request where it is placed, else the
         # entry advanced by a beat where it issues (the choice alone
         # selects), else as it is; its place empties as it leaves.
-        nxt_q = [Signal(entry_l, name=f"entry{x}_new") for x in range(N)]
-        nxt_valid = [Signal(name=f"entry{x}_valid_new") for x in range(N)]
+        nxt_q, nxt_valid, place_next = _entries_next(m, q, incoming, placed, go_d, bumped,
+                                                     entry_l)
         for x in range(N):
-            m.d.comb += [
-                nxt_q[x].eq(Mux(placed[x], incoming, Mux(go_d[x], bumped[x], q[x]))),
-                nxt_q[x].valid.eq(nxt_valid[x]),
-                nxt_valid[x].eq(placed[x] | (q[x].valid & ~q[x].done)),
-            ]
-        place_next = [Signal(name=f"entry{x}_place_new") for x in range(N)]
-        for x in range(N):
-            m.d.comb += place_next[x].eq(~nxt_valid[x] & Cat(*nxt_valid[:x]).all())
             m.d.sync += place[x].eq(place_next[x])
         # Registered beside "may issue": it may issue, and its beat is its
         # last (so that "it issues its last beat now" is one LUT of the
