@@ -32,9 +32,14 @@ if shutil.which("yices-smt2", path=str(Path(sys.executable).parent)) is None and
 # cycle SETUP + 1 and its verdict about 10 cycles later (the validator's
 # entry register, session 13, and the slot table's stage P, session 25,
 # added one each: every depth below is one more for each).
+# The per-message issue queue (session 38) starts a request's first beat
+# five cycles after its push (three before): a three-worker round's RESULT
+# leaves at cycle 44 (cover ``result_full_round``), so ``once`` checks its
+# value from depth 45 on (``make formal``: 46); CI's ``once`` checks the
+# one-worker rounds' and the retransmissions' RESULTs (session 39).
 CI_DEPTH = {"once": 39, "isolation": 22, "verdicts": 22, "results": 24, "liveness": 24}
-FULL_DEPTH = {"once": 41, "isolation": 27, "verdicts": 26, "results": 28, "liveness": 28}
-COVER_DEPTH = 41
+FULL_DEPTH = {"once": 46, "isolation": 27, "verdicts": 26, "results": 28, "liveness": 28}
+COVER_DEPTH = 45
 # The multicast back-end alone (tests/formal/multicast_harness.py): every
 # input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
 # fan-outs included, and fills its buffer (the covers, by cycle 14).
@@ -43,7 +48,7 @@ UNIT_FULL_DEPTH = {"fanout": 17, "progress": 24}
 UNIT_COVER_DEPTH = 15
 # (property, depth at which the planted bug must be found, only in make formal)
 MUTATION_RUNS = {
-    "double_combine": ("once", 42, True),
+    "double_combine": ("once", 47, True),
     "no_range_check": ("isolation", 20, False),
     "lost_verdict": ("verdicts", 26, False),
     "counter_swap": ("verdicts", 26, False),
