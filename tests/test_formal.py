@@ -54,7 +54,7 @@ MUTATION_RUNS = {
     "counter_swap": ("verdicts", 26, False),
     "short_multicast": ("results", 24, False),
     "repeat_destination": ("fanout", 14, False),
-    "stuck_egress": ("liveness", 33, True),
+    "stuck_egress": ("liveness", 35, True),
 }
 TIMEOUT = 1500    # seconds a run may take before it counts as an error
 
