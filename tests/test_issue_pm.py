@@ -57,6 +57,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from netagg.hdl import layouts
+from netagg.hdl.core import _pow2_at_least
 from netagg.hdl.issue_pm import IssueQueuePM
 from netagg.hdl.issue_queue import ISSUE_DEPTH
 from netagg.hdl.lane_loop import LaneLoop, loop_beat
@@ -83,11 +84,9 @@ CASES = {
 
 
 def _data_beats(params: Params) -> int:
-    """The core's payload buffer: the power of two at least 2 K/L + 3."""
-    n = 1
-    while n < 2 * params.beats + 3:
-        n *= 2
-    return n
+    """The core's payload buffer (hdl/core.py): 2 K/L + 3 beats, rounded up
+    to a power of two."""
+    return _pow2_at_least(2 * params.beats + 3)
 
 
 def _fields(layout):
