@@ -12,8 +12,8 @@ no_range_check     the job table reports every job's slot      isolation
                    count as unbounded: a message of one job
                    reaches the next job's slot
 lost_verdict       the verdict of a duplicate is not emitted   verdicts
-counter_swap       drop_mismatch and drop_duplicate counted    verdicts
-                   at each other's address
+counter_swap       drop_bad_header and drop_bad_length         verdicts
+                   counted at each other's address
 short_multicast    a completed round goes to workers 0..W-2    results
 repeat_destination a three-worker round's last RESULT goes to   fanout
                    worker 1 again, not to worker 2             (multicast)
@@ -141,7 +141,7 @@ def _counter_swap(stack):
     from netagg import regmap
     from netagg.hdl import core
     names = list(regmap.CORE_COUNTERS)
-    a, b = names.index("drop_mismatch"), names.index("drop_duplicate")
+    a, b = names.index("drop_bad_header"), names.index("drop_bad_length")
     names[a], names[b] = names[b], names[a]
     fake = types.SimpleNamespace(**{k: getattr(regmap, k) for k in dir(regmap)
                                     if not k.startswith("__")})
