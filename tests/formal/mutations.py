@@ -17,8 +17,8 @@ counter_swap       drop_bad_header and drop_bad_length         verdicts
 short_multicast    a completed round goes to workers 0..W-2    results
 repeat_destination a three-worker round's last RESULT goes to   fanout
                    worker 1 again, not to worker 2             (multicast)
-stuck_egress       the egress never presents again after it    liveness
-                   was once held back
+stuck_egress       the egress never presents again after it    progress
+                   was once held back                          (multicast)
 =================  ==========================================  ============
 """
 
@@ -38,7 +38,7 @@ MUTATIONS = {
     "counter_swap": "verdicts",
     "short_multicast": "results",
     "repeat_destination": "fanout",
-    "stuck_egress": "liveness",
+    "stuck_egress": "progress",
 }
 
 
