@@ -63,7 +63,7 @@ class JobTable(wiring.Component):
             "lookup_valid": Out(1),
             "lookup_slot": In(16),
             "lookup_slot_ok": Out(1),
-            "lookup_worker": In(8),
+            "lookup_worker": In(16),
             "lookup_worker_ok": Out(1),
         })
 

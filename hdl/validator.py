@@ -68,7 +68,7 @@ class Validator(wiring.Component):
             "job_valid": In(1),
             "slot": Out(16),
             "slot_ok": In(1),
-            "worker": Out(8),
+            "worker": Out(16),           # the header's, all 16 bits (BAD_WORKER from 256 on)
             "worker_ok": In(1),
             "busy": Out(1),
         })
