@@ -105,10 +105,13 @@ def test_registers_and_lookup_match_regmap(njobs, parallel, request):
                 ctx.set(dut.lookup_slot, slot)
                 ok = job < njobs and slot < want["nslots"] and slot < room
                 assert ctx.get(dut.lookup_slot_ok) == ok, (seed, job, slot)
-            # below the job's W and the build's W_max (never for ids >= J)
+            # below the job's W and the build's W_max (never for ids >= J),
+            # all 16 bits of the header's worker id: 0x0100 is not worker 0
             for worker in (0, want["workers"] - 1, want["workers"], params.workers - 1,
-                           params.workers, rng.randrange(256)):
-                worker %= 256
+                           params.workers, rng.randrange(256), 1 << 8,
+                           (rng.randrange(1, 256) << 8) | rng.randrange(4),
+                           rng.randrange(1 << 16)):
+                worker %= 1 << 16
                 ctx.set(dut.lookup_worker, worker)
                 ok = job < njobs and worker < want["workers"] and worker < params.workers
                 assert ctx.get(dut.lookup_worker_ok) == ok, (seed, job, worker)
