@@ -116,15 +116,18 @@ class FormalTop(Elaboratable):
         self.drain = drain
         self.progress = progress
         self.in_valid = Signal()
-        # Narrow free fields (zero-extended into the header), each with a
-        # ``*_hi`` bit that sets every upper bit of the header field.
+        # Narrow free fields (zero-extended into the header), each with two
+        # ``in_hi`` bits: one sets the field's upper bits within its low half
+        # (its low byte; the job's low nibble), the other its whole high half,
+        # so that a small low byte comes with a nonzero high byte too (an
+        # 8-bit compare of a 16-bit field fails: session 40's worker check).
         self.in_job = Signal(2)
         self.in_slot = Signal(2)
         self.in_worker = Signal(2)
         self.in_ver = Signal()
         self.in_count = Signal(2)
         self.in_offset = Signal(1)
-        self.in_hi = Signal(4)
+        self.in_hi = Signal(8)
         self.in_badver = Signal()
         self.o_ready = Signal()
         self.ctrl_addr = Signal(16)
@@ -222,15 +225,17 @@ class FormalTop(Elaboratable):
         model_room = Signal(name="model_room")
         take = core.i.valid & core.i.ready
 
-        def widen(lo, hi, width):
-            return Cat(lo, hi.replicate(width - len(lo)))
+        def widen(lo, k, width):
+            mid, top = self.in_hi[2 * k], self.in_hi[2 * k + 1]
+            half = width // 2
+            return Cat(lo, mid.replicate(half - len(lo)), top.replicate(width - half))
         with m.If(~pv | take):
             m.d.sync += [pv.eq(self.in_valid & setup_done & ~stopped & ~self.stop),
-                         pjob.eq(widen(self.in_job, self.in_hi[0], 8)),
-                         pslot.eq(widen(self.in_slot, self.in_hi[1], 16)),
-                         pworker.eq(widen(self.in_worker, self.in_hi[2], 16)),
+                         pjob.eq(widen(self.in_job, 0, 8)),
+                         pslot.eq(widen(self.in_slot, 1, 16)),
+                         pworker.eq(widen(self.in_worker, 2, 16)),
                          pver.eq(self.in_ver),
-                         pcount.eq(widen(self.in_count, self.in_hi[3], 16)),
+                         pcount.eq(widen(self.in_count, 3, 16)),
                          poffset.eq(self.in_offset),
                          pbad.eq(self.in_badver)]
         with m.If(take):

@@ -19,6 +19,9 @@ repeat_destination a three-worker round's last RESULT goes to   fanout
                    worker 1 again, not to worker 2             (multicast)
 stuck_egress       the egress never presents again after it    progress
                    was once held back                          (multicast)
+worker_low_byte    the job table checks the worker id's low    verdicts
+                   byte only (worker 256 passes as worker 0:
+                   the bug fixed in b676bc4)
 =================  ==========================================  ============
 """
 
@@ -39,6 +42,7 @@ MUTATIONS = {
     "short_multicast": "results",
     "repeat_destination": "fanout",
     "stuck_egress": "progress",
+    "worker_low_byte": "verdicts",
 }
 
 
@@ -149,6 +153,16 @@ def _counter_swap(stack):
     stack.enter_context(_patched(core, "regmap", fake))
 
 
+def _worker_low_byte(stack):
+    from netagg.hdl import core
+
+    def edit(m, path, inner, outer):
+        if path == ("lookup_worker",):         # the high byte is lost
+            return outer[:8]
+        return None
+    stack.enter_context(_wrapping(core, "JobTable", edit))
+
+
 def _short_multicast(stack):
     from netagg.hdl import core
 
@@ -216,6 +230,7 @@ _APPLY = {
     "short_multicast": _short_multicast,
     "repeat_destination": _repeat_destination,
     "stuck_egress": _stuck_egress,
+    "worker_low_byte": _worker_low_byte,
 }
 
 
