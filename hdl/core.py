@@ -134,7 +134,6 @@ class NetaggCore(CheckedComponent):
         wiring.connect(m, slots.res_beat, mcast.res_beat)
         wiring.connect(m, mcast.free, slots.res_free)
         wiring.connect(m, mcast.o, wiring.flipped(self.o))
-        o_held = Const(0)                   # (an egress slice's held beats)
         m.d.comb += [self.v.valid.eq(slots.verdict.valid),
                      self.v.payload.eq(slots.verdict.payload)]
 
@@ -170,5 +169,5 @@ class NetaggCore(CheckedComponent):
         m.d.sync += self.ctrl_rdata.eq(rdata)
 
         m.d.comb += self.idle.eq(~val.busy & ~desc_held & ~desc_q.r_rdy & (desc_q.level == 0)
-                                 & ~slots.busy & ~mcast.busy & ~o_held & slots.ready)
+                                 & ~slots.busy & ~mcast.busy & slots.ready)
         return m
