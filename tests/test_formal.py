@@ -58,6 +58,7 @@ MUTATION_RUNS = {
     "repeat_destination": ("fanout", 14, False),
     "stuck_egress": ("progress", 20, False),
     "worker_low_byte": ("verdicts", 22, False),
+    "offset_low_half": ("verdicts", 22, False),
 }
 # Planted bugs whose run is deeper than the unmutated core's proof of the
 # same property: ``double_combine`` is caught at step 46, and ``once`` at

@@ -117,17 +117,19 @@ class FormalTop(Elaboratable):
         self.progress = progress
         self.in_valid = Signal()
         # Narrow free fields (zero-extended into the header), each with two
-        # ``in_hi`` bits: one sets the field's upper bits within its low half
-        # (its low byte; the job's low nibble), the other its whole high half,
-        # so that a small low byte comes with a nonzero high byte too (an
-        # 8-bit compare of a 16-bit field fails: session 40's worker check).
+        # ``in_hi`` bits (job, slot, worker, count, offset in that order):
+        # one sets the field's upper bits within its low half (the job's low
+        # nibble, a 16-bit field's low byte, the offset's low 16 bits), the
+        # other its whole high half, so that small low bits come with a
+        # nonzero high half too (an 8-bit compare of a 16-bit field fails:
+        # session 40's worker check).
         self.in_job = Signal(2)
         self.in_slot = Signal(2)
         self.in_worker = Signal(2)
         self.in_ver = Signal()
         self.in_count = Signal(2)
         self.in_offset = Signal(1)
-        self.in_hi = Signal(8)
+        self.in_hi = Signal(10)
         self.in_badver = Signal()
         self.o_ready = Signal()
         self.ctrl_addr = Signal(16)
@@ -236,7 +238,7 @@ class FormalTop(Elaboratable):
                          pworker.eq(widen(self.in_worker, 2, 16)),
                          pver.eq(self.in_ver),
                          pcount.eq(widen(self.in_count, 3, 16)),
-                         poffset.eq(self.in_offset),
+                         poffset.eq(widen(self.in_offset, 4, 32)),
                          pbad.eq(self.in_badver)]
         with m.If(take):
             m.d.sync += seq.eq(seq + 1)

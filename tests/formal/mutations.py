@@ -22,6 +22,9 @@ stuck_egress       the egress never presents again after it    progress
 worker_low_byte    the job table checks the worker id's low    verdicts
                    byte only (worker 256 passes as worker 0:
                    the bug fixed in b676bc4)
+offset_low_half    the decision compares the low 16 bits of    verdicts
+                   the offset only (a message whose offset
+                   differs above them is no MISMATCH)
 =================  ==========================================  ============
 """
 
@@ -43,6 +46,7 @@ MUTATIONS = {
     "repeat_destination": "fanout",
     "stuck_egress": "progress",
     "worker_low_byte": "verdicts",
+    "offset_low_half": "verdicts",
 }
 
 
@@ -163,6 +167,29 @@ def _worker_low_byte(stack):
     stack.enter_context(_wrapping(core, "JobTable", edit))
 
 
+def _offset_low_half(stack):
+    from netagg.hdl import slot_table
+    made = []
+
+    def edit(m, path, inner, outer):
+        if path == ("states",):           # each copy's offset above bit 16
+            fwd = made[-1]                # taken from the message's own
+            states = Signal(inner.shape(), name="mutant_states")
+            m.d.comb += states.eq(outer)
+            for src in range(len(outer)):
+                for copy in range(2):
+                    m.d.comb += states[src][copy].offset[16:].eq(fwd.desc.meta.offset[16:])
+            return states
+        return None
+    cls = slot_table.Decision
+
+    def make(*args, **kwargs):
+        made.append(Forward(cls(*args, **kwargs), edit))
+        return made[-1]
+    make.desc_terms_of = cls.desc_terms_of     # (the slot table calls it on the class)
+    stack.enter_context(_patched(slot_table, "Decision", make))
+
+
 def _short_multicast(stack):
     from netagg.hdl import core
 
@@ -231,6 +258,7 @@ _APPLY = {
     "repeat_destination": _repeat_destination,
     "stuck_egress": _stuck_egress,
     "worker_low_byte": _worker_low_byte,
+    "offset_low_half": _offset_low_half,
 }
 
 
