@@ -122,11 +122,12 @@ def test_multicast_proof_full(prop):
     assert out.status == "PASS", out.log[-2000:]
 
 
-def _covers(name, top, depth, unit):
+def _covers(name, top, depth, unit, **top_args):
     """Every cover statement of ``top`` is reached within ``depth`` cycles (in
     cover mode SymbiYosys passes only if each one is)."""
     run.emit(top)                    # elaborates: fills top.covers
-    out = run.run(name, props=[], mode="cover", depth=depth, timeout=TIMEOUT, unit=unit)
+    out = run.run(name, props=[], mode="cover", depth=depth, timeout=TIMEOUT, unit=unit,
+                  **top_args)
     reached = set(re.findall(r"Reached cover statement .*\((\S+)\)", out.log))
     print(f"{name}: {out.status} in {out.seconds:.1f} s; {len(reached)} of "
           f"{len(top.covers)} covers reached: {sorted(top.covers)}")
@@ -141,7 +142,7 @@ def test_multicast_covers():
 @pytest.mark.slow
 def test_covers():
     from tests.formal.harness import FormalTop
-    _covers("cover", FormalTop([]), COVER_DEPTH, "core")
+    _covers("cover", FormalTop([], halves=False), COVER_DEPTH, "core", halves=False)
 
 
 def _mutation_params():
