@@ -105,14 +105,24 @@ class FormalTop(Elaboratable):
     """The core with its driver, reference model and properties.
 
     ``props``: the properties whose assertions are built (covers always are).
+    ``covers``: the names of the covers built (None: every one).
     ``halves``: each widened field's two upper-bit inputs free (default);
     False assumes them equal and the offset's zero (session 40's driver:
     one bit sets every upper bit), for the cover run, whose traces need no
     more and whose deep steps the larger input space slows many times.
     """
 
+    @staticmethod
+    def cover_list():
+        """The names of the covers, in the order they are built."""
+        from netagg.hdl import layouts
+        return ([f"verdict_{v.name.lower()}" for v in layouts.Verdict]
+                + ["result_full_round", "desc_full_round", "result_one_worker_round",
+                   "result_retransmit", "write_job1_slot", "bad_slot_into_job1",
+                   "counter_read", "drained", "drained_from_busy"])
+
     def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS,
-                 halves=True):
+                 halves=True, covers=None):
         unknown = set(props) - set(PROPERTIES)
         if unknown:
             raise ValueError(f"unknown properties {sorted(unknown)}")
@@ -121,6 +131,9 @@ class FormalTop(Elaboratable):
         self.drain = drain
         self.progress = progress
         self.halves = halves
+        self.cover_names = None if covers is None else frozenset(covers)
+        if covers is not None and not self.cover_names <= set(self.cover_list()):
+            raise ValueError(f"unknown covers {sorted(self.cover_names - set(self.cover_list()))}")
         self.in_valid = Signal()
         # Narrow free fields (zero-extended into the header), each with two
         # ``in_hi`` bits (job, slot, worker, count, offset in that order):
@@ -590,6 +603,9 @@ class FormalTop(Elaboratable):
         self.cover_lines = {}
 
         def cover(name, cond):
+            assert name in self.cover_list(), name
+            if self.cover_names is not None and name not in self.cover_names:
+                return
             sig = Signal(name=f"cover_{name}")
             m.d.comb += [sig.eq(cond), Cover(sig, name, src_loc_at=1)]
             self.covers[name] = sig

@@ -88,9 +88,11 @@ def emit(top) -> str:
 
 def run(name: str, *, props, mode: str = "bmc", depth: int, mutation: str | None = None,
         timeout: float = 1800, extra: str = "memory_map; opt -fast", unit: str = "core",
-        **top_args) -> Outcome:
+        skip: int = 0, **top_args) -> Outcome:
     """Build the harness (with the mutation applied while elaborating), write
-    ``build/formal/<name>/`` and run SymbiYosys on it."""
+    ``build/formal/<name>/`` and run SymbiYosys on it. ``skip``: the steps
+    before it are not checked (SymbiYosys's ``skip``: in cover mode, covers
+    are looked for from that step on)."""
     from tests.formal import mutations
     from tests.formal.harness import FormalTop
     from tests.formal.multicast_harness import MulticastTop
@@ -108,6 +110,7 @@ def run(name: str, *, props, mode: str = "bmc", depth: int, mutation: str | None
 mode {mode}
 depth {depth}
 multiclock off
+{f"skip {skip}" if skip else ""}
 
 [engines]
 smtbmc yices
