@@ -110,6 +110,10 @@ class FormalTop(Elaboratable):
     False assumes them equal and the offset's zero (session 40's driver:
     one bit sets every upper bit), for the cover run, whose traces need no
     more and whose deep steps the larger input space slows many times.
+    ``steer``: input names (``in_job``, ``in_slot``, ...) and the values
+    assumed for them at every cycle (None: every input free): a cover's
+    trace under a narrower driver is a trace of the core too, and the
+    solver finds a deep one many times sooner (``result_retransmit``).
     """
 
     @staticmethod
@@ -121,8 +125,18 @@ class FormalTop(Elaboratable):
                    "result_retransmit", "write_job1_slot", "bad_slot_into_job1",
                    "counter_read", "drained", "drained_from_busy"])
 
+    STEERABLE = ("in_valid", "in_job", "in_slot", "in_worker", "in_ver", "in_count",
+                 "in_offset", "in_hi", "in_badver")
+
+    @classmethod
+    def check_steer(cls, steer):
+        """Raise ValueError unless every name of ``steer`` is a driver input."""
+        for name in steer:
+            if name not in cls.STEERABLE:
+                raise ValueError(f"cannot steer {name!r}: not a driver input")
+
     def __init__(self, props=PROPERTIES, *, params=CONFIG, drain=DRAIN, progress=PROGRESS,
-                 halves=True, covers=None):
+                 halves=True, covers=None, steer=None):
         unknown = set(props) - set(PROPERTIES)
         if unknown:
             raise ValueError(f"unknown properties {sorted(unknown)}")
@@ -132,6 +146,8 @@ class FormalTop(Elaboratable):
         self.progress = progress
         self.halves = halves
         self.cover_names = None if covers is None else frozenset(covers)
+        self.check_steer(steer or {})
+        self.steer = dict(steer or {})
         if covers is not None and not self.cover_names <= set(self.cover_list()):
             raise ValueError(f"unknown covers {sorted(self.cover_names - set(self.cover_list()))}")
         self.in_valid = Signal()
@@ -246,6 +262,8 @@ class FormalTop(Elaboratable):
         model_room = Signal(name="model_room")
         take = core.i.valid & core.i.ready
 
+        for name, v in self.steer.items():
+            m.d.comb += Assume(getattr(self, name) == v)
         if not self.halves:
             m.d.comb += [Assume(self.in_hi[2 * k] == self.in_hi[2 * k + 1]) for k in range(4)]
             m.d.comb += Assume(self.in_hi[8:10] == 0)
