@@ -56,11 +56,16 @@ DEEP_COVERS = ("result_full_round", "drained")
 # cycles after it, at 47: beyond COVER_DEPTH (session 41's run could not
 # find it). Looked for at cycle 47 alone with the driver steered to job 1's
 # one worker, slot 0, one element (``FormalTop(steer=...)``: 30 s).
-RETRANSMIT_COVERS = ("result_retransmit",)
-RETRANSMIT_DEPTH = 48
 RETRANSMIT_STEER = dict(in_job=1, in_slot=0, in_worker=0, in_count=1, in_offset=0, in_hi=0,
                         in_badver=0)
 SHALLOW_COVER_DEPTH = 39
+# The cover runs of ``make formal``: (covers, depth, steer); the late ones
+# are looked for at their last step alone (``skip``), "shallow" takes every
+# other cover at every step.
+COVER_RUNS = {
+    "deep": (DEEP_COVERS, COVER_DEPTH, None),
+    "retransmit": (("result_retransmit",), 48, RETRANSMIT_STEER),
+}
 # The multicast back-end alone (tests/formal/multicast_harness.py): every
 # input sequence of UNIT_DEPTH cycles holds several RESULTs, three-worker
 # fan-outs included, and fills its buffer (the covers, by cycle 14).
@@ -171,21 +176,20 @@ def test_multicast_covers():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("part", ["shallow", "deep", "retransmit"])
+@pytest.mark.parametrize("part", ["shallow", *COVER_RUNS])
 def test_covers(part):
     from tests.formal.harness import FormalTop
     names = set(FormalTop.cover_list())
-    late = set(DEEP_COVERS) | set(RETRANSMIT_COVERS)
+    late = {c for covers, _, _ in COVER_RUNS.values() for c in covers}
     assert late < names
-    chosen = {"shallow": names - late, "deep": set(DEEP_COVERS),
-              "retransmit": set(RETRANSMIT_COVERS)}[part]
-    depth = {"shallow": SHALLOW_COVER_DEPTH, "deep": COVER_DEPTH,
-             "retransmit": RETRANSMIT_DEPTH}[part]
-    args = dict(halves=False, covers=chosen)
-    if part == "retransmit":
-        args["steer"] = RETRANSMIT_STEER
+    if part == "shallow":
+        chosen, depth, steer, skip = names - late, SHALLOW_COVER_DEPTH, None, 0
+    else:
+        covers, depth, steer = COVER_RUNS[part]
+        chosen, skip = set(covers), depth - 1
+    args = dict(halves=False, covers=chosen, steer=steer)
     _covers("cover" if part == "shallow" else f"cover-{part}", FormalTop([], **args), depth,
-            "core", skip=0 if part == "shallow" else depth - 1, **args)
+            "core", skip=skip, **args)
 
 
 def _mutation_params():

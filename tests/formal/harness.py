@@ -169,6 +169,8 @@ class FormalTop(Elaboratable):
         self.o_ready = Signal()
         self.ctrl_addr = Signal(16)
         self.stop = Signal()
+        # (STEERABLE names exactly the driver's inputs)
+        assert set(self.STEERABLE) == {n for n in vars(self) if n.startswith("in_")}
 
     @property
     def ports(self):
@@ -640,4 +642,6 @@ class FormalTop(Elaboratable):
         cover("counter_read", known_r & (sel_r != 0) & (core.ctrl_rdata == sel_r))
         cover("drained", stopped & idle_seen & (shadow["tx"] != 0))
         cover("drained_from_busy", stopped & core.idle & (work_at_stop >= 1 + p.workers + 1))
+        # every cover named in cover_list() is built (or chosen)
+        assert set(self.covers) == (self.cover_names or set(self.cover_list()))
         return m
