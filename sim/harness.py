@@ -106,7 +106,10 @@ def toolchain_id() -> dict:
     """What a cached simulator build depends on besides the design: the
     Python environment (a Verilator model links cocotb's libraries from it
     by absolute path) and cocotb's version."""
-    import cocotb
+    try:
+        import cocotb
+    except ImportError as e:
+        raise SimError(f"the simulation needs cocotb, which is not installed: {e}") from None
     return {"prefix": sys.prefix, "cocotb": cocotb.__version__}
 
 

@@ -302,3 +302,19 @@ def test_sim_tags_wrap_beyond_65536_messages(tmp_path, simulator):
     paths = _run_both(tmp_path, SMALL_ARGS, jobs, records, simulator)
     sim, model = assert_equivalent(params, *paths)
     assert model["results"] == n and model["rx"] == n
+
+
+def test_sim_without_cocotb_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    # (a cocotb that cannot be imported: `netagg sim` reports it in one line)
+    monkeypatch.setitem(__import__("sys").modules, "cocotb", None)
+    with pytest.raises(harness.SimError, match="needs cocotb, which is not installed"):
+        harness.toolchain_id()
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps({"jobs": [dict(id=0, workers=2, slot_base=0, slots=4)]}))
+    pcap.write(tmp_path / "in.pcap", [])
+    argv = ["sim", "--jobs-config", str(jobs), "--in", str(tmp_path / "in.pcap"),
+            "--out", str(tmp_path / "out.pcap"), "--lanes", "1", "--elements", "4",
+            "--workers", "2", "--slots", "4", "--jobs", "1", "--dtypes", "int32", "--ops", "sum"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "netagg: error:" in err and "cocotb" in err, err
