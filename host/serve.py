@@ -72,17 +72,29 @@ def mac_for_ip(ip: bytes) -> bytes:
 
 
 def parse_listen(text: str, default_port: int) -> tuple[str, int]:
-    """``ADDR[:PORT]`` to (address, port); a bare address takes ``default_port``."""
+    """``ADDR[:PORT]`` to (IPv4 address, port); a bare address takes
+    ``default_port``. ``ADDR`` is an IPv4 address or a host name that
+    resolves to one (``localhost``); the address returned is numeric."""
     host, sep, port = text.rpartition(":")
     if not sep:
         host, port = text, str(default_port)
     try:
-        ipaddress.IPv4Address(host)
         number = int(port)
     except ValueError:
-        raise ServeError(f"--listen {text!r} is not IPV4ADDR:PORT") from None
+        raise ServeError(f"--listen {text!r} is not ADDR:PORT") from None
     if not 0 <= number <= 65535:
         raise ServeError(f"--listen port {number} is not in 0..65535")
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_DGRAM)
+        except (OSError, UnicodeError):
+            infos = []
+        if not host or not infos:
+            raise ServeError(f"--listen {text!r}: {host!r} is not an IPv4 address "
+                             "or a host name that resolves to one") from None
+        host = infos[0][4][0]
     return host, number
 
 

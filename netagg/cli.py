@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs-config", metavar="JOBS.json",
                    help="job table (required unless --ctrl-key loads it at run time)")
     p.add_argument("--listen", metavar="ADDR:PORT",
-                   help="UDP address to bind (default 127.0.0.1:PORT, PORT from --port)")
+                   help="UDP address to bind: an IPv4 address or a host name that resolves to one "
+                        "(default 127.0.0.1:PORT, PORT from --port)")
     p.add_argument("--backend", choices=("model", "rtl"), default="model",
                    help="golden model (default) or the generated core in a simulator")
     p.add_argument("--simulator", choices=SIMULATORS, default="verilator",

@@ -19,7 +19,7 @@ from serve_util import jobs_of, seed, serving
 from netagg import pcap
 from netagg.cli import main
 from netagg.host import Worker
-from netagg.host.serve import MAX_DATAGRAM, mac_for_ip
+from netagg.host.serve import MAX_DATAGRAM, ServeError, mac_for_ip, parse_listen
 from netagg.jobs import Job
 from netagg.params import Params
 from netagg.sim import arith
@@ -262,3 +262,20 @@ def test_cli_help_lists_serve():
     out = subprocess.run(NETAGG + ["serve", "--help"], capture_output=True, text=True,
                          env=dict(os.environ), timeout=60)
     assert out.returncode == 0 and "--record" in out.stdout and "--loss" in out.stdout
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("127.0.0.1:5000", ("127.0.0.1", 5000)),
+    ("127.0.0.2", ("127.0.0.2", 42662)),
+    ("localhost:0", ("127.0.0.1", 0)),
+])
+def test_parse_listen_takes_addresses_and_names(text, expected):
+    assert parse_listen(text, 42662) == expected
+
+
+@pytest.mark.parametrize("text", [":5000", "127.0.0.1:x", "127.0.0.1:70000",
+                                  "no.such.host.invalid:1"])
+def test_parse_listen_refuses_in_one_line(text):
+    with pytest.raises(ServeError, match="--listen") as e:
+        parse_listen(text, 42662)
+    assert "\n" not in str(e.value)
