@@ -42,7 +42,7 @@ import collections
 import json
 import os
 
-__all__ = ["THRESHOLDS", "WEIGHTS", "enable_nets", "logic_depth"]
+__all__ = ["THRESHOLDS", "WEIGHTS", "arrival_by_depth", "enable_nets", "logic_depth"]
 
 WEIGHTS = {"LUT4": 1.0, "PFUMX": 0.3, "L6MUX21": 0.3, "CCU2C": 1.0, "CCU2C.CIN": 0.1,
            "DP16KD.OUTREG": 1.0, "DP16KD.NOREG": 5.0, "TRELLIS_DPR16X4": 1.0}
@@ -175,25 +175,19 @@ def logic_depth(netlist, top: str | None = None, *, threshold: float = 5.0,
     an out-of-context placement times them: an input port is no timing
     startpoint), and an endpoint reached from input ports only is left out."""
     cones = _Cones(netlist, top, from_inputs)
-    cells, names, inputs, depth_of = cones.cells, cones.names, cones.inputs, cones.depth
-    untimed = cones.UNTIMED
+    cells, names = cones.cells, cones.names
 
+    per_cell: dict[str, float] = {}
+    for (cname, _), d in _endpoint_depths(cones).items():
+        per_cell[cname] = max(per_cell.get(cname, d), d)
     endpoints = []          # (depth, register name)
-    for cname, cell in cells.items():
-        kind = cell["type"]
-        if kind == "TRELLIS_FF":
+    for cname, d in per_cell.items():
+        cell = cells[cname]
+        name = cname
+        if cell["type"] == "TRELLIS_FF":
             q = _bits(cell["connections"].get("Q", []))
             name = names.get(q[0], cname) if q else cname
-            bits = [b for _, bs in inputs(cell, _FF_INPUTS) for b in bs]
-        elif kind in ("DP16KD", "TRELLIS_DPR16X4"):
-            name = cname
-            bits = [b for p, bs in inputs(cell) if not p.startswith("CLK") for b in bs]
-        else:
-            continue
-        if bits:
-            d = max(depth_of(b) for b in bits)
-            if d != untimed:
-                endpoints.append((d, name))
+        endpoints.append((d, name))
 
     def block(name: str) -> str:
         return name.rsplit(".", 1)[0] if "." in name else "(top)"
@@ -250,3 +244,82 @@ def enable_nets(netlist, top: str | None = None, *, min_loads: int = 32,
     rows.sort(key=lambda r: (-(r["depth"] if r["depth"] is not None else -1), -r["loads"],
                              r["net"]))
     return rows
+
+
+def _endpoint_depths(cones: _Cones) -> dict[tuple[str, str], float]:
+    """Each endpoint input's depth, by (cell, port): a flip-flop's ``DI``,
+    ``CE``, ``LSR``; a RAM's every input but its clocks (timed ones only)."""
+    out = {}
+    for cname, cell in cones.cells.items():
+        kind = cell["type"]
+        if kind == "TRELLIS_FF":
+            ports = _FF_INPUTS
+        elif kind in ("DP16KD", "TRELLIS_DPR16X4"):
+            ports = None
+        else:
+            continue
+        for port, bits in cones.inputs(cell, ports):
+            if port.startswith("CLK") or not bits:
+                continue
+            depths = [d for d in map(cones.depth, bits) if d != cones.UNTIMED]
+            if depths:
+                out[cname, port] = max(depths)
+    return out
+
+
+def _arrivals(report) -> dict[tuple[str, str], float]:
+    """The latest arrival (ns) at each endpoint of a nextpnr ``--report``
+    written with ``--detailed-timing-report``: the largest max delay any
+    net's entry gives it. A flip-flop's ``M`` input (its data when no LUT
+    of its slice feeds it) is its netlist's ``DI``."""
+    arr: dict[tuple[str, str], float] = {}
+    for net in report.get("detailed_net_timings", []):
+        for e in net.get("endpoints", []):
+            key = (e["cell"], "DI" if e["port"] == "M" else e["port"])
+            arr[key] = max(arr.get(key, 0.0), float(e["delay"][1]))
+    return arr
+
+
+def arrival_by_depth(netlist, reports, top: str | None = None, *, period_ns: float,
+                     from_inputs: bool = False) -> dict:
+    """How late each logic depth arrives once placed: the endpoints of
+    ``netlist`` (as :func:`logic_depth`; ``from_inputs`` false by default,
+    as an out-of-context placement times them) joined by cell and port with
+    their arrivals in each of ``reports`` (nextpnr ``--report`` JSON with
+    ``--detailed-timing-report``: paths or loaded dicts), grouped by depth
+    in half levels.
+
+    Returns ``period_ns``, ``reports`` (per report: ``fmax_mhz``,
+    ``joined``, the endpoints found in the netlist, and ``unjoined``) and
+    ``bins``, by depth: ``depth``, ``endpoints`` (over all reports),
+    ``mean_ns``, ``p90_ns``, ``max_ns`` and ``late`` (arrivals after
+    ``period_ns``). What it tells: the depth at which an endpoint can still
+    miss the period somewhere in these placements."""
+    if not (isinstance(period_ns, (int, float)) and period_ns > 0):
+        raise ValueError(f"period_ns must be a positive number, not {period_ns!r}")
+    depths = _endpoint_depths(_Cones(netlist, top, from_inputs))
+    per_bin: dict[float, list[float]] = collections.defaultdict(list)
+    summary = []
+    for rep in reports:
+        if isinstance(rep, (str, os.PathLike)):
+            with open(rep, encoding="utf-8") as f:
+                rep = json.load(f)
+        arr = _arrivals(rep)
+        joined = 0
+        for key, a in arr.items():
+            if key in depths:
+                per_bin[round(depths[key] * 2) / 2].append(a)
+                joined += 1
+        fmax = rep.get("fmax", {})
+        clocks = [c.get("achieved") for c in fmax.values() if isinstance(c, dict)]
+        summary.append({"fmax_mhz": round(min(clocks), 2) if clocks else None,
+                        "joined": joined, "unjoined": len(arr) - joined})
+    bins = []
+    for d in sorted(per_bin):
+        v = sorted(per_bin[d])
+        bins.append({"depth": d, "endpoints": len(v),
+                     "mean_ns": round(sum(v) / len(v), 2),
+                     "p90_ns": round(v[min(len(v) - 1, int(0.9 * len(v)))], 2),
+                     "max_ns": round(v[-1], 2),
+                     "late": sum(a > period_ns for a in v)})
+    return {"period_ns": period_ns, "reports": summary, "bins": bins}

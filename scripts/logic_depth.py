@@ -15,10 +15,17 @@ Yosys's mapper sees them. ``--netlist FILE`` reads a Yosys JSON netlist of
 ``core.json``: ``synth_ecp5 -top netagg_core -json core.json``).
 ``--enables N`` also lists the flip-flops' enable nets (CE, LSR) with at
 least N loads, their driver and depth (``enable_nets`` in the JSON).
+``--report REP.json`` (with ``--netlist``, once per placement of that
+netlist: nextpnr's ``--report`` written with ``--detailed-timing-report``)
+joins each endpoint's depth with its arrival and prints, per half level,
+how late the endpoints of that depth arrive and how many miss ``--period``
+(default 1000/150 ns) (``arrival_by_depth`` in the JSON; docs/boards.md,
+"Session 43").
 
 Usage: scripts/logic_depth.py [--lanes L --elements K --slots S ...]
        [--outdir DIR | --netlist core.json] [--threshold 5] [--json out.json]
        [--top N] [--untimed-inputs] [--enables N]
+       [--report rep1.json --report rep2.json ... [--period NS]]
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import sys
 import tempfile
 
 from netagg.boards.build import synth_ooc
-from netagg.boards.depth import enable_nets, logic_depth
+from netagg.boards.depth import arrival_by_depth, enable_nets, logic_depth
 from netagg.params import Params
 
 
@@ -51,12 +58,23 @@ def main(argv=None) -> int:
                     help="leave out paths from the core's input ports (as placed out of context)")
     ap.add_argument("--enables", type=int, metavar="N",
                     help="also list the enable nets of at least N flip-flops")
+    ap.add_argument("--report", action="append", default=[], metavar="REP.json",
+                    help="with --netlist: a nextpnr --report (--detailed-timing-report) of "
+                         "that netlist, placed; repeat for several placements")
+    ap.add_argument("--period", type=float, default=1000 / 150,
+                    help="with --report: the clock period in ns (default 1000/150)")
     args = ap.parse_args(argv)
     given = {k: getattr(args, k) for k in ("lanes", "elements", "slots", "workers", "jobs")
              if getattr(args, k) is not None}
     if args.netlist and (given or args.outdir):
         print("logic_depth: --netlist reads a netlist: give no core parameters or --outdir",
               file=sys.stderr)
+        return 2
+    if args.report and not args.netlist:
+        print("logic_depth: --report needs the --netlist that was placed", file=sys.stderr)
+        return 2
+    if not args.period > 0:
+        print(f"logic_depth: --period must be positive, not {args.period}", file=sys.stderr)
         return 2
     if args.enables is not None and args.enables < 1:
         print(f"logic_depth: --enables must be at least 1, not {args.enables}", file=sys.stderr)
@@ -88,6 +106,14 @@ def main(argv=None) -> int:
             netlist = f"{outdir}/netagg_core.json"
             print(f"LUT4 {r['LUT4']}, endpoints {r['endpoints']}, deepest {r['max']} levels "
                   f"(synth {r['synth_seconds']} s)")
+        if args.report:
+            try:
+                r["arrival_by_depth"] = arrival_by_depth(
+                    netlist, args.report, "netagg_core", period_ns=args.period,
+                    from_inputs=from_inputs)
+            except (OSError, ValueError, KeyError) as e:
+                print(f"logic_depth: --report: {e}", file=sys.stderr)
+                return 2
         if args.enables is not None:
             r["enable_nets"] = enable_nets(netlist, "netagg_core", min_loads=args.enables,
                                            from_inputs=from_inputs)
@@ -106,6 +132,15 @@ def main(argv=None) -> int:
         for n in nets:
             depth = "  -  " if n["depth"] is None else f"{n['depth']:5.2f}"
             print(f"  {depth}  {n['loads']:4d}  {n['driver']:10s} {n['net']}")
+    if args.report:
+        a = r["arrival_by_depth"]
+        print("placements: " + ", ".join(f"{x['fmax_mhz']} MHz ({x['joined']} endpoints joined)"
+                                          for x in a["reports"]))
+        print(f"arrival by depth (ns; late: after {a['period_ns']:.3f}):")
+        print("  depth  endpoints  mean   p90    max   late")
+        for b in a["bins"]:
+            print(f"  {b['depth']:5.1f}  {b['endpoints']:9d}  {b['mean_ns']:5.2f}  "
+                  f"{b['p90_ns']:5.2f}  {b['max_ns']:5.2f}  {b['late']:5d}")
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as f:
             json.dump(r, f, indent=2)

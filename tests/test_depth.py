@@ -7,7 +7,7 @@ import json
 import pytest
 
 from netagg.boards import build as build_mod
-from netagg.boards.depth import WEIGHTS, enable_nets, logic_depth
+from netagg.boards.depth import WEIGHTS, arrival_by_depth, enable_nets, logic_depth
 
 
 def _cell(kind, ports, **params):
@@ -188,3 +188,59 @@ def test_synth_ooc_reports_a_small_cores_depth(tmp_path):
         (again["max"], again["at_least"], again["endpoints"])
     with pytest.raises(ValueError, match="unknown ECP5 device"):
         build_mod.synth_ooc(p, tmp_path, device="LFE5U-99F")
+
+
+def _report(fmax, arrivals):
+    """A nextpnr report with ``--detailed-timing-report``: each (cell, port,
+    max arrival) as an endpoint of a net (two nets reach ("fc", "DI"))."""
+    nets = [{"net": f"n{i}", "endpoints": [{"cell": c, "port": p, "delay": [0.1, a]}]}
+            for i, (c, p, a) in enumerate(arrivals)]
+    return {"fmax": {"clk": {"achieved": fmax, "constraint": 150.0}},
+            "detailed_net_timings": nets}
+
+
+def test_arrival_by_depth_joins_each_endpoint_with_its_placed_arrival(tmp_path):
+    n = _netlist()
+    # depths (above): fc DI 2.3 -> bin 2.5, r1 ADB0 2.3 -> 2.5, fg CE 1.0,
+    # fd DI 1.1 -> 1.0 (reported on M), fe DI 2.0, ff DI 5.0
+    rep1 = _report(140.0, [("fc", "DI", 6.0), ("fc", "DI", 6.9), ("fg", "CE", 3.0),
+                           ("fd", "M", 4.0), ("fe", "DI", 5.0), ("ff", "DI", 7.5),
+                           ("r1", "ADB0", 5.5), ("elsewhere", "DI", 9.9)])
+    rep2 = tmp_path / "rep2.json"
+    rep2.write_text(json.dumps(_report(150.5, [("fc", "DI", 5.0), ("fg", "CE", 2.0)])))
+    r = arrival_by_depth(n, [rep1, str(rep2)], period_ns=6.5)
+    assert r["period_ns"] == 6.5
+    assert r["reports"] == [{"fmax_mhz": 140.0, "joined": 6, "unjoined": 1},
+                            {"fmax_mhz": 150.5, "joined": 2, "unjoined": 0}]
+    assert r["bins"] == [
+        {"depth": 1.0, "endpoints": 3, "mean_ns": 3.0, "p90_ns": 4.0, "max_ns": 4.0, "late": 0},
+        {"depth": 2.0, "endpoints": 1, "mean_ns": 5.0, "p90_ns": 5.0, "max_ns": 5.0, "late": 0},
+        {"depth": 2.5, "endpoints": 3, "mean_ns": 5.8, "p90_ns": 6.9, "max_ns": 6.9, "late": 1},
+        {"depth": 5.0, "endpoints": 1, "mean_ns": 7.5, "p90_ns": 7.5, "max_ns": 7.5, "late": 1}]
+    with pytest.raises(ValueError, match="period_ns"):
+        arrival_by_depth(n, [rep1], period_ns=0)
+
+
+def test_the_script_prints_arrival_by_depth(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+    script = Path(__file__).resolve().parent.parent / "scripts" / "logic_depth.py"
+    spec = importlib.util.spec_from_file_location("_script_logic_depth2", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n = _netlist()
+    n["modules"]["netagg_core"] = n["modules"].pop("top")
+    path, rep, out = tmp_path / "core.json", tmp_path / "rep.json", tmp_path / "out.json"
+    path.write_text(json.dumps(n))
+    rep.write_text(json.dumps(_report(140.0, [("ff", "DI", 7.5), ("fg", "CE", 3.0)])))
+    assert mod.main(["--netlist", str(path), "--report", str(rep), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "placements: 140.0 MHz (2 endpoints joined)" in text
+    assert "    5.0          1   7.50   7.50   7.50      1" in text
+    got = json.loads(out.read_text())["arrival_by_depth"]
+    assert got == json.loads(json.dumps(arrival_by_depth(n, [str(rep)], "netagg_core",
+                                                         period_ns=1000 / 150,
+                                                         from_inputs=True)))
+    assert mod.main(["--report", str(rep)]) == 2
+    assert mod.main(["--netlist", str(path), "--report", str(tmp_path / "none.json")]) == 2
+    assert mod.main(["--netlist", str(path), "--report", str(rep), "--period", "0"]) == 2
