@@ -460,7 +460,11 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
     with ``seed`` its seed and ``seeds`` every seed's Fmax in MHz;
     ``late_endpoints`` counts each seed's endpoints later than the clock
     period, ``endpoints`` is the chosen seed's
-    :func:`~netagg.boards.report.endpoint_slack` (by block and register).
+    :func:`~netagg.boards.report.endpoint_slack` (by block and register);
+    ``arrival_by_depth`` joins every seed's arrivals with the netlist's
+    logic depth (:func:`~netagg.boards.depth.arrival_by_depth`: how late
+    each depth arrives over the placements, the paths from the core's
+    input ports left out as nextpnr leaves them untimed).
     A clock that misses its constraint is reported (``met: false``), as in
     :func:`build_ooc`; any other tool failure raises :class:`BuildError`.
     """
@@ -516,6 +520,9 @@ def build_plain(params: Params, outdir, seed=1, *, fp_stages=None, device: str =
         # by block and register (report.endpoint_slack)
         "late_endpoints": {str(s): (runs[s]["endpoints"] or {}).get("late") for s in seeds},
         "endpoints": runs[chosen]["endpoints"],
+        "arrival_by_depth": _depth.arrival_by_depth(
+            outdir / "core.json", [outdir / f"seed{s}" / "report.json" for s in seeds],
+            "netagg_core", period_ns=1000.0 / freq_mhz),
         "generate_seconds": round(generate_seconds, 1),
         "synth_seconds": round(synth_seconds, 1),
         "pnr_seconds": {str(s): round(runs[s]["pnr_seconds"], 1) for s in seeds},

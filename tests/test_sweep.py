@@ -154,7 +154,18 @@ FAKE_YOSYS = r'''
 import json, pathlib, sys
 assert sys.argv[1:] == ["-p", EXPECTED], sys.argv
 assert "module netagg_core" in pathlib.Path("core.v").read_text()
-pathlib.Path("core.json").write_text(json.dumps({"modules": {}}))
+# the endpoints of the report below: entry0_can one LUT deep, entry1_can
+# two, buf_data_q straight from a flip-flop
+ff = lambda q, di: {"type": "TRELLIS_FF", "port_directions": {"DI": "input", "Q": "output"},
+                    "connections": {"DI": [di], "Q": [q]}}
+lut = lambda a, z: {"type": "LUT4", "port_directions": {"A": "input", "Z": "output"},
+                    "connections": {"A": [a], "Z": [z]}}
+cells = {"src": ff(2, 9), "l1": lut(2, 3), "l2": lut(3, 4),
+         "slots.issue.entry0_can_TRELLIS_FF_Q": ff(5, 3),
+         "slots.issue.entry1_can_TRELLIS_FF_Q": ff(6, 4),
+         "mcast.buf_data_q_TRELLIS_FF_Q_3": ff(7, 2)}
+pathlib.Path("core.json").write_text(json.dumps({"modules": {"netagg_core": {
+    "attributes": {"top": 1}, "cells": cells, "netnames": {}}}}))
 print("End of script.")
 '''
 
@@ -238,6 +249,17 @@ def test_build_plain_runs_the_users_commands_and_reports_the_median(monkeypatch,
     assert rep["late_endpoints"] == {"1": 2, "2": 2, "3": 2, "4": 2, "5": 2}
     ends = rep["endpoints"]
     assert ends["endpoints"] == 3 and ends["late"] == 2
+    # every seed's arrivals by the fake netlist's depths: buf_data_q (0)
+    # 7.5 ns, entry0_can (1) 1000 / Fmax, entry1_can (2) 6.0 ns
+    late0 = sorted(1000 / f for f in (90.5, 70.25, 85.0, 60.0, 95.0))
+    a = rep["arrival_by_depth"]
+    assert a["period_ns"] == pytest.approx(1000 / 150)
+    assert [r["joined"] for r in a["reports"]] == [3] * 5
+    assert a["bins"] == [
+        {"depth": 0.0, "endpoints": 5, "mean_ns": 7.5, "p90_ns": 7.5, "max_ns": 7.5, "late": 5},
+        {"depth": 1.0, "endpoints": 5, "mean_ns": round(sum(late0) / 5, 2),
+         "p90_ns": round(late0[4], 2), "max_ns": round(late0[4], 2), "late": 5},
+        {"depth": 2.0, "endpoints": 5, "mean_ns": 6.0, "p90_ns": 6.0, "max_ns": 6.0, "late": 0}]
     assert ends["late_by_block"] == {"slots.issue": 1, "mcast": 1}
     assert ends["latest_registers"][0] == {"register": "slots.issue.entry0_can:M",
                                            "endpoints": 1, "arrival_ns": 11.76}
