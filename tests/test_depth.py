@@ -138,13 +138,19 @@ def test_enable_nets_counts_each_flip_flop_pin_with_its_drivers_depth():
         enable_nets(n, min_loads=0)
 
 
-def test_the_script_reads_a_netlist_and_lists_its_enables(tmp_path, capsys):
+def _script():
+    """scripts/logic_depth.py as a module (its ``main``)."""
     import importlib.util
     from pathlib import Path
     script = Path(__file__).resolve().parent.parent / "scripts" / "logic_depth.py"
     spec = importlib.util.spec_from_file_location("_script_logic_depth", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_script_reads_a_netlist_and_lists_its_enables(tmp_path, capsys):
+    mod = _script()
     n = _with_enables()
     n["modules"]["netagg_core"] = n["modules"].pop("top")
     path, out = tmp_path / "core.json", tmp_path / "out.json"
@@ -222,12 +228,7 @@ def test_arrival_by_depth_joins_each_endpoint_with_its_placed_arrival(tmp_path):
 
 
 def test_the_script_prints_arrival_by_depth(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
-    script = Path(__file__).resolve().parent.parent / "scripts" / "logic_depth.py"
-    spec = importlib.util.spec_from_file_location("_script_logic_depth2", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _script()
     n = _netlist()
     n["modules"]["netagg_core"] = n["modules"].pop("top")
     path, rep, out = tmp_path / "core.json", tmp_path / "rep.json", tmp_path / "out.json"
