@@ -42,6 +42,8 @@ import collections
 import json
 import os
 
+from netagg.boards.report import endpoint_arrivals
+
 __all__ = ["THRESHOLDS", "WEIGHTS", "arrival_by_depth", "enable_nets", "logic_depth"]
 
 WEIGHTS = {"LUT4": 1.0, "PFUMX": 0.3, "L6MUX21": 0.3, "CCU2C": 1.0, "CCU2C.CIN": 0.1,
@@ -268,15 +270,17 @@ def _endpoint_depths(cones: _Cones) -> dict[tuple[str, str], float]:
 
 
 def _arrivals(report) -> dict[tuple[str, str], float]:
-    """The latest arrival (ns) at each endpoint of a nextpnr ``--report``
-    written with ``--detailed-timing-report``: the largest max delay any
-    net's entry gives it. A flip-flop's ``M`` input (its data when no LUT
-    of its slice feeds it) is its netlist's ``DI``."""
+    """:func:`~netagg.boards.report.endpoint_arrivals` keyed by the
+    netlist's ports: a flip-flop's ``M`` input (its data when no LUT of its
+    slice feeds it) is its netlist's ``DI``."""
+    arrivals = endpoint_arrivals(report)
+    if arrivals is None:
+        raise ValueError("the report has no detailed net timings "
+                         "(nextpnr --detailed-timing-report)")
     arr: dict[tuple[str, str], float] = {}
-    for net in report.get("detailed_net_timings", []):
-        for e in net.get("endpoints", []):
-            key = (e["cell"], "DI" if e["port"] == "M" else e["port"])
-            arr[key] = max(arr.get(key, 0.0), float(e["delay"][1]))
+    for (cell, port), a in arrivals.items():
+        key = (cell, "DI" if port == "M" else port)
+        arr[key] = max(arr.get(key, 0.0), a)
     return arr
 
 

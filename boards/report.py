@@ -130,6 +130,22 @@ def _register_of(cell: str) -> str:
     return re.sub(r"\.\d+(\.\d+)*$", "", name)
 
 
+def endpoint_arrivals(nextpnr_report: dict) -> dict[tuple[str, str], float] | None:
+    """Every endpoint's latest arrival in ns, by (cell, port), from a report
+    written with ``--detailed-timing-report``: the largest per-sink delay
+    that any net gives it (from the launching edge, setup not added).
+    ``None`` when the report has no detailed net timings."""
+    nets = nextpnr_report.get("detailed_net_timings")
+    if nets is None:
+        return None
+    arrival: dict[tuple[str, str], float] = {}
+    for net in nets:
+        for e in net.get("endpoints", []):
+            key = (e["cell"], e["port"])
+            arrival[key] = max(arrival.get(key, 0.0), float(e["delay"][-1]))
+    return arrival
+
+
 def endpoint_slack(nextpnr_report: dict, period_ns: float, *, top: int = 25) -> dict:
     """The endpoints that miss ``period_ns``, from a report written with
     ``--detailed-timing-report``: every endpoint's latest arrival (nextpnr's
@@ -139,14 +155,9 @@ def endpoint_slack(nextpnr_report: dict, period_ns: float, *, top: int = 25) -> 
     ``(top)`` for the top level) and by register (``top`` latest), and the
     arrival histogram in 0.5 ns bins. ``None`` when the report has no
     detailed net timings."""
-    nets = nextpnr_report.get("detailed_net_timings")
-    if nets is None:
+    arrival = endpoint_arrivals(nextpnr_report)
+    if arrival is None:
         return None
-    arrival: dict[tuple[str, str], float] = {}
-    for net in nets:
-        for e in net.get("endpoints", []):
-            key = (e["cell"], e["port"])
-            arrival[key] = max(arrival.get(key, 0.0), float(e["delay"][-1]))
     late = {k: v for k, v in arrival.items() if v > period_ns}
 
     def block_of(reg: str) -> str:

@@ -225,6 +225,8 @@ def test_arrival_by_depth_joins_each_endpoint_with_its_placed_arrival(tmp_path):
         {"depth": 5.0, "endpoints": 1, "mean_ns": 7.5, "p90_ns": 7.5, "max_ns": 7.5, "late": 1}]
     with pytest.raises(ValueError, match="period_ns"):
         arrival_by_depth(n, [rep1], period_ns=0)
+    with pytest.raises(ValueError, match="detailed-timing-report"):
+        arrival_by_depth(n, [{"fmax": {}}], period_ns=6.5)
 
 
 def test_the_script_prints_arrival_by_depth(tmp_path, capsys):
@@ -240,8 +242,7 @@ def test_the_script_prints_arrival_by_depth(tmp_path, capsys):
     assert "    5.0          1   7.50   7.50   7.50      1" in text
     got = json.loads(out.read_text())["arrival_by_depth"]
     assert got == json.loads(json.dumps(arrival_by_depth(n, [str(rep)], "netagg_core",
-                                                         period_ns=1000 / 150,
-                                                         from_inputs=True)))
+                                                         period_ns=1000 / 150)))
     assert mod.main(["--report", str(rep)]) == 2
     assert mod.main(["--netlist", str(path), "--report", str(tmp_path / "none.json")]) == 2
     assert mod.main(["--netlist", str(path), "--report", str(rep), "--period", "0"]) == 2

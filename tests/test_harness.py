@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -306,7 +307,7 @@ def test_sim_tags_wrap_beyond_65536_messages(tmp_path, simulator):
 
 def test_sim_without_cocotb_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     # (a cocotb that cannot be imported: `netagg sim` reports it in one line)
-    monkeypatch.setitem(__import__("sys").modules, "cocotb", None)
+    monkeypatch.setitem(sys.modules, "cocotb", None)
     with pytest.raises(harness.SimError, match="needs cocotb, which is not installed"):
         harness.toolchain_id()
     jobs = tmp_path / "jobs.json"
